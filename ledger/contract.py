@@ -1,0 +1,85 @@
+"""The workload contract (`profileweaver.json`) as typed data.
+
+This is the shape every candidate is judged by; it is recorded whole in `RunStarted`, so a run can
+be replayed and audited without the workload directory. Validation of a user's file into these
+types, with messages that name the field, lives in `pw.contract`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+PositiveSeconds = Annotated[float, msgspec.Meta(gt=0, description="seconds, > 0")]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Argv = Annotated[list[str], msgspec.Meta(min_length=1, description="argv list; never a shell string")]
+
+
+class Step(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One process to run: argv, working directory relative to the workload copy, extra env."""
+
+    argv: Argv
+    cwd: str = "."
+    env: dict[str, str] = {}
+    timeout_s: PositiveSeconds = 600.0
+
+
+class Source(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The source tree: `root` is copied to `baseline/`; only `editable` globs may change in a candidate."""
+
+    editable: Annotated[list[str], msgspec.Meta(min_length=1)]
+    root: str = "."
+    exclude: list[str] = []
+
+
+class Metric(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What is timed: whole-process wall time, or a region of interest the program prints."""
+
+    kind: Literal["wall", "roi"] = "wall"
+    pattern: str | None = None
+    json_key: str | None = None
+    unit: Literal["s", "ms", "us", "ns"] = "s"
+
+
+class Holdout(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """An extra run with other inputs, checked against its own reference (defeats hard-coded output)."""
+
+    argv: Argv
+    reference: str
+
+
+class Oracle(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How correctness is decided. `stdout`/`file` compare numbers within rtol/atol, other tokens exactly."""
+
+    kind: Literal["exit", "stdout", "file", "command", "stable"] = "exit"
+    reference: str | None = None
+    path: str | None = None
+    argv: list[str] | None = None
+    rtol: NonNegative = 1e-9
+    atol: NonNegative = 0.0
+    holdout: list[Holdout] = []
+
+
+class Sampling(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    mode: Literal["standard", "winner-confirmation"] = "standard"
+    pairs: Annotated[int, msgspec.Meta(ge=5, le=200)] = 5
+
+
+class Profiling(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cadence: Literal["every-candidate", "winner-only"] = "every-candidate"
+
+
+class Contract(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The whole workload contract, explicit or inferred."""
+
+    version: Literal[1]
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    source: Source
+    run: Step
+    build: list[Step] = []
+    inputs: list[str] = []
+    metric: Metric = Metric()
+    oracle: Oracle = Oracle()
+    sampling: Sampling = Sampling()
+    profiling: Profiling = Profiling()

@@ -1,0 +1,267 @@
+"""The event vocabulary: the envelope and every typed payload.
+
+Each payload type has a stable name (`TYPE`, never derived from the module path) and a schema
+version (`VERSION`). The envelope's `type` field is the union's tag; `data` is the payload. Older
+versions are read through the pure upcasters in `ledger.upcast`. New optional fields get defaults;
+renames and type changes need a version bump and an upcaster.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from ledger.contract import Contract
+
+GENESIS = "0" * 64
+
+
+class Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    TYPE: ClassVar[str]
+    VERSION: ClassVar[int] = 1
+
+
+class Envelope(msgspec.Struct, frozen=True):
+    """One ledger line. Field order is the canonical order on disk.
+
+    `batch` counts the events that follow this one in the same atomic append (0 on the last), so
+    a crash in the middle of a batch leaves a recognisably incomplete tail instead of half a batch
+    that looks whole.
+    """
+
+    seq: int
+    id: str
+    type: str
+    v: int
+    at: str
+    actor: str
+    cause: str | None
+    key: str | None
+    batch: int
+    data: Any
+    prev: str
+    hash: str = ""
+
+
+# --- shared pieces ------------------------------------------------------------------------------
+
+
+class Host(msgspec.Struct, frozen=True):
+    hostname: str
+    platform: str
+    machine: str
+    cpus: int
+    python: str
+
+
+class Budgets(msgspec.Struct, frozen=True):
+    iterations: int
+    repairs: int
+
+
+class ToolInfo(msgspec.Struct, frozen=True):
+    name: str
+    version: str | None
+    path: str | None = None
+
+
+class ProfilerProbe(msgspec.Struct, frozen=True):
+    name: str
+    usable: bool
+    version: str | None
+    mode: str | None
+    reason: str
+
+
+class StepOutcome(msgspec.Struct, frozen=True):
+    argv: list[str]
+    exit_code: int | None
+    signal: int | None
+    duration_s: float
+    timed_out: bool
+    log_sha256: str | None
+
+
+class Rejection(msgspec.Struct, frozen=True):
+    adapter: str
+    reason: str
+
+
+FailureClass = Literal[
+    "build-failed",
+    "launch-failed",
+    "oracle-failed",
+    "timeout",
+    "crashed",
+    "nondeterministic-output",
+    "profiler-unusable",
+]
+
+
+# --- run lifecycle ------------------------------------------------------------------------------
+
+
+class RunStarted(Payload, frozen=True):
+    TYPE = "RunStarted"
+    run_id: str
+    workload: str
+    contract: Contract
+    manifest_sha256: str | None
+    inferred: bool
+    inference: list[str]
+    source_sha256: str
+    budgets: Budgets
+    host: Host
+
+
+class PreflightCompleted(Payload, frozen=True):
+    TYPE = "PreflightCompleted"
+    cache_key: str
+    cached: bool
+    compilers: list[ToolInfo]
+    python: str
+    gpu: str | None
+    profilers: list[ProfilerProbe]
+
+
+class BuildFinished(Payload, frozen=True):
+    TYPE = "BuildFinished"
+    target: str
+    inputs_sha256: str
+    outcome: Literal["ok", "build-failed", "timeout"]
+    steps: list[StepOutcome]
+    duration_s: float
+    binary_sha256: str | None = None
+
+
+class OracleChecked(Payload, frozen=True):
+    TYPE = "OracleChecked"
+    target: str
+    method: str
+    inferred: bool
+    rtol: float
+    atol: float
+    passed: bool
+    detail: str
+    run: StepOutcome | None = None
+    output_sha256: str | None = None
+
+
+class FaultRecorded(Payload, frozen=True):
+    """A classified failure of the workload or a tool. Faults are data, not crashes."""
+
+    TYPE = "FaultRecorded"
+    stage: str
+    target: str
+    failure_class: FailureClass
+    message: str
+    log_sha256: str | None = None
+
+
+class TimingRecorded(Payload, frozen=True):
+    """Raw timing samples. `order` is the recorded, seeded A/B order of each pair ('AB' or 'BA')."""
+
+    TYPE = "TimingRecorded"
+    purpose: Literal["baseline-variance", "screening", "confirmation"]
+    targets: list[str]
+    metric: str
+    unit: str
+    samples: dict[str, list[float]]
+    order: list[str]
+    seed: int
+    exploratory: bool
+    conditions: dict[str, str]
+    inputs_sha256: str = ""
+
+
+class RoutingDecided(Payload, frozen=True):
+    TYPE = "RoutingDecided"
+    phase: Literal["discovery", "diagnosis"]
+    chosen: str | None
+    reason: str
+    rejected: list[Rejection]
+    needs: list[str] = []
+
+
+class ProfileCaptured(Payload, frozen=True):
+    TYPE = "ProfileCaptured"
+    adapter: str
+    target: str
+    artifacts: dict[str, str]
+    wall_s: float
+    tool_version: str | None
+    command: list[str]
+
+
+class ProfileNormalized(Payload, frozen=True):
+    TYPE = "ProfileNormalized"
+    adapter: str
+    target: str
+    profile_sha256: str
+    primary_metric: str
+    total: float
+
+
+class HotspotSelected(Payload, frozen=True):
+    TYPE = "HotspotSelected"
+    operation: str
+    name: str
+    file: str | None
+    line_start: int | None
+    line_end: int | None
+    metric: str
+    share: float
+    amdahl_ceiling: float | None
+
+
+class StageCompleted(Payload, frozen=True):
+    """Marks a resumable stage done for inputs with this hash; a resumed start skips it."""
+
+    TYPE = "StageCompleted"
+    stage: str
+    inputs_sha256: str
+
+
+class LedgerRepaired(Payload, frozen=True):
+    TYPE = "LedgerRepaired"
+    offset: int
+    length: int
+    quarantine: str
+    torn_sha256: str
+    reason: str
+
+
+class Note(Payload, frozen=True):
+    """Free text attached to the run by a person or agent; kept for audit, never interpreted."""
+
+    TYPE = "Note"
+    text: str
+
+
+EVENT_TYPES: dict[str, type[Payload]] = {
+    cls.TYPE: cls
+    for cls in (
+        RunStarted,
+        PreflightCompleted,
+        BuildFinished,
+        OracleChecked,
+        FaultRecorded,
+        TimingRecorded,
+        RoutingDecided,
+        ProfileCaptured,
+        ProfileNormalized,
+        HotspotSelected,
+        StageCompleted,
+        LedgerRepaired,
+        Note,
+    )
+}
+
+
+def register(cls: type[Payload]) -> type[Payload]:
+    """Add a payload type to the vocabulary (used by modules that extend it, e.g. candidates)."""
+    if cls.TYPE in EVENT_TYPES and EVENT_TYPES[cls.TYPE] is not cls:
+        raise ValueError(f"event type {cls.TYPE!r} registered twice")
+    EVENT_TYPES[cls.TYPE] = cls
+    return cls

@@ -1,0 +1,63 @@
+"""Content-addressed raw evidence under `runs/<id>/raw/`.
+
+Raw tool output, logs and normalized profiles are stored once under their sha256 and referenced
+from events by that hash. Files are written atomically and never deleted or rewritten, so an
+auditor can always recompute what an event claims from the bytes it names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from ledger.errors import InputError
+
+_HEX = frozenset("0123456789abcdef")
+
+
+class EvidenceStore:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def path_for(self, digest: str) -> Path:
+        if len(digest) != 64 or not set(digest) <= _HEX:
+            raise InputError(f"evidence id {digest!r}: expected a sha256 hex digest")
+        return self.root / digest[:2] / digest
+
+    def put(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        target = self.path_for(digest)
+        if target.exists():
+            return digest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return digest
+
+    def put_file(self, path: str | os.PathLike[str]) -> str:
+        return self.put(Path(path).read_bytes())
+
+    def get(self, digest: str) -> bytes:
+        path = self.path_for(digest)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"evidence {digest[:12]}: missing from {self.root}") from None
+        return data
+
+    def has(self, digest: str) -> bool:
+        return self.path_for(digest).is_file()
+
+    def check(self, digest: str) -> bool:
+        """True when the stored bytes still hash to their name (evidence was not edited)."""
+        return hashlib.sha256(self.get(digest)).hexdigest() == digest

@@ -1,0 +1,370 @@
+"""The append-only ledger file: locking, sequence checks, idempotency, fsync, torn tails, repair.
+
+Writers take an exclusive `flock` on the ledger file, readers a shared one, so a reader never sees
+half of a batch that is being written. A crash can still leave a partial tail; every scan finds it
+(a last line without its newline, a last line that fails its hash, or a batch whose `batch`
+countdown never reached 0) and reports its byte offset. `repair` moves exactly those bytes to a
+quarantine file beside the ledger and records a `LedgerRepaired` event.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from ledger.codec import decode_envelope, decode_header, line_digest_ok, seal
+from ledger.errors import ConcurrencyError, InputError, LedgerCorrupt, TornTail
+from ledger.events import EVENT_TYPES, GENESIS, Envelope, LedgerRepaired, Payload
+
+_CHUNK = 1 << 20
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_event_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Head(msgspec.Struct, frozen=True):
+    """The last complete event: what a projection is stamped with."""
+
+    seq: int
+    hash: str
+
+
+class Verified(msgspec.Struct, frozen=True):
+    """Result of walking the chain. `ok` is False when a torn tail or a corrupt line was found."""
+
+    ok: bool
+    events: int
+    head: Head
+    first_bad_seq: int | None = None
+    torn_offset: int | None = None
+    message: str = ""
+
+
+class _Cursor:
+    """What a scan knows at the end of the last complete, verified batch."""
+
+    __slots__ = ("offset", "seq", "hash", "keys")
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.seq = 0
+        self.hash = GENESIS
+        self.keys: dict[str, list[tuple[int, int]]] = {}
+
+
+def _iter_lines(f, start: int) -> Iterator[tuple[int, bytes, bool]]:
+    """Yield (offset, line without newline, complete) from `start` to end of file."""
+    f.seek(start)
+    offset = start
+    pending = b""
+    while True:
+        chunk = f.read(_CHUNK)
+        if not chunk:
+            break
+        buf = pending + chunk if pending else chunk
+        begin = 0
+        while True:
+            nl = buf.find(b"\n", begin)
+            if nl < 0:
+                break
+            yield offset, buf[begin:nl], True
+            offset += nl - begin + 1
+            begin = nl + 1
+        pending = buf[begin:]
+    if pending:
+        yield offset, pending, False
+
+
+def _scan(f, cursor: _Cursor, *, size: int) -> None:
+    """Advance `cursor` over every complete batch after it; raise on a torn tail or corruption.
+
+    Only whole batches move the cursor, so a batch interrupted by a crash is never accepted.
+    """
+    seq, prev = cursor.seq, cursor.hash
+    batch_start, batch_keys = cursor.offset, []
+    expect_more = 0
+    for offset, line, complete in _iter_lines(f, cursor.offset):
+        is_last = offset + len(line) + (1 if complete else 0) >= size
+        if not complete:
+            raise TornTail(f"ledger: incomplete last line at byte {offset}", seq=seq + 1, offset=batch_start)
+        problem = _check_line(line, seq + 1, prev)
+        if problem is None:
+            header = decode_header(line)
+            if expect_more and header.batch != expect_more - 1:
+                problem = f"batch broken: expected {expect_more - 1} more events, line says {header.batch}"
+        if problem is not None:
+            if is_last:
+                raise TornTail(f"ledger: last event at byte {offset} {problem}", seq=seq + 1, offset=batch_start)
+            raise LedgerCorrupt(f"ledger: event seq {seq + 1} at byte {offset} {problem}", seq=seq + 1, offset=offset)
+        seq, prev = header.seq, header.hash
+        if header.key is not None:
+            batch_keys.append((header.key, offset, len(line)))
+        expect_more = header.batch
+        if expect_more == 0:
+            for key, off, length in batch_keys:
+                cursor.keys.setdefault(key, []).append((off, length))
+            cursor.offset, cursor.seq, cursor.hash = offset + len(line) + 1, seq, prev
+            batch_start, batch_keys = cursor.offset, []
+    if expect_more:
+        raise TornTail(
+            f"ledger: batch starting at byte {batch_start} is incomplete ({expect_more} events missing)",
+            seq=cursor.seq + 1,
+            offset=batch_start,
+        )
+
+
+def _check_line(line: bytes, seq: int, prev: str) -> str | None:
+    """Why this line cannot be event `seq` after `prev`, or None when it can."""
+    if not line_digest_ok(line):
+        return "fails its hash (damaged or not a ledger line)"
+    try:
+        header = decode_header(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return "is not a valid event envelope"
+    if header.seq != seq:
+        return f"has seq {header.seq}, expected {seq}"
+    if header.prev != prev:
+        return "does not chain to the previous event (prev hash differs)"
+    cls = EVENT_TYPES.get(header.type)
+    if cls is None:
+        return f"has unknown event type {header.type!r}"
+    if header.v > cls.VERSION:
+        return (
+            f"is {header.type} v{header.v}, newer than this ProfileWeaver understands (v{cls.VERSION}); "
+            "upgrade ProfileWeaver"
+        )
+    return None
+
+
+class Ledger:
+    """One append-only JSONL ledger. Cheap to construct; files are opened per operation."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Callable[[], str] = utc_now,
+        new_id: Callable[[], str] = new_event_id,
+    ) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._new_id = new_id
+        self._cursor = _Cursor()
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    @contextmanager
+    def _open_shared(self):
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:
+            raise InputError(f"{self.path}: no ledger here (expected a run directory with ledger.jsonl)") from None
+        except IsADirectoryError:
+            raise InputError(f"{self.path}: is a directory, expected a ledger.jsonl file") from None
+        with f:
+            fcntl.flock(f, fcntl.LOCK_SH)
+            yield f
+
+    def head(self) -> Head:
+        """The last complete event; raises TornTail/LedgerCorrupt when the file is damaged."""
+        with self._open_shared() as f:
+            self._refresh(f)
+            return Head(self._cursor.seq, self._cursor.hash)
+
+    def read(self, *, until: int | None = None) -> Iterator[Envelope]:
+        """Stream every event (typed, upcast) after verifying the whole chain first.
+
+        Verification runs before the first event is yielded so a consumer never folds events
+        from a ledger that turns out to be corrupt further on.
+        """
+        with self._open_shared() as f:
+            self._refresh(f)
+            end = self._cursor.offset
+            for offset, line, _ in _iter_lines(f, 0):
+                if offset >= end:
+                    break
+                env = decode_envelope(line)
+                if until is not None and env.seq > until:
+                    break
+                yield env
+
+    def events(self, *, until: int | None = None) -> list[Envelope]:
+        return list(self.read(until=until))
+
+    def verify(self) -> Verified:
+        """Walk the chain from the start; name the first bad seq or the torn tail's offset."""
+        cursor = _Cursor()
+        try:
+            with self._open_shared() as f:
+                size = os.fstat(f.fileno()).st_size
+                if size == 0:
+                    return Verified(ok=False, events=0, head=Head(0, GENESIS), message="ledger is empty")
+                _scan(f, cursor, size=size)
+        except TornTail as exc:
+            return Verified(False, cursor.seq, Head(cursor.seq, cursor.hash), torn_offset=exc.offset, message=str(exc))
+        except LedgerCorrupt as exc:
+            return Verified(False, cursor.seq, Head(cursor.seq, cursor.hash), first_bad_seq=exc.seq, message=str(exc))
+        return Verified(True, cursor.seq, Head(cursor.seq, cursor.hash))
+
+    def _refresh(self, f) -> None:
+        size = os.fstat(f.fileno()).st_size
+        if size < self._cursor.offset:
+            self._cursor = _Cursor()  # the file shrank (repaired elsewhere): start over
+        if size > self._cursor.offset:
+            _scan(f, self._cursor, size=size)
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def append(
+        self,
+        payloads: Payload | Sequence[Payload],
+        *,
+        expected_seq: int | None,
+        actor: str = "cli",
+        cause: str | None = None,
+        key: str | None = None,
+    ) -> list[Envelope]:
+        """Append one event or an atomic batch; fsync before returning.
+
+        `expected_seq` is the head seq the caller decided against (0 for a new ledger); a
+        different head raises ConcurrencyError and writes nothing. `None` appends at any head
+        (only for events that do not depend on state). With `key`, a batch already appended under
+        the same key is returned instead and nothing is written.
+        """
+        batch = [payloads] if isinstance(payloads, Payload) else list(payloads)
+        if not batch:
+            return []
+        created = not self.path.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            if created:
+                _fsync_dir(self.path.parent)
+            with os.fdopen(fd, "r+b", closefd=False) as f:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    self._refresh(f)
+                    if key is not None and key in self._cursor.keys:
+                        return [decode_envelope(_read_at(f, off, n)) for off, n in self._cursor.keys[key]]
+                    if expected_seq is not None and expected_seq != self._cursor.seq:
+                        raise ConcurrencyError(
+                            f"{self.path}: ledger moved on (head seq {self._cursor.seq}, expected {expected_seq}); "
+                            "nothing was written",
+                            expected=expected_seq,
+                            actual=self._cursor.seq,
+                        )
+                    envelopes, blob = self._encode_batch(batch, actor=actor, cause=cause, key=key)
+                    start = self._cursor.offset
+                    os.write(fd, blob)
+                    os.fsync(fd)
+                    self._advance(envelopes, blob, start, key)
+                    return envelopes
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _encode_batch(self, batch, *, actor, cause, key):
+        seq, prev = self._cursor.seq, self._cursor.hash
+        at = self._clock()
+        envelopes, lines = [], []
+        for i, payload in enumerate(batch):
+            env = Envelope(
+                seq=seq + 1,
+                id=self._new_id(),
+                type=payload.TYPE,
+                v=payload.VERSION,
+                at=at,
+                actor=actor,
+                cause=cause,
+                key=key,
+                batch=len(batch) - 1 - i,
+                data=payload,
+                prev=prev,
+            )
+            line = seal(env)
+            digest = line[-HASH_TAIL:-3].decode()
+            envelopes.append(msgspec.structs.replace(env, hash=digest))
+            lines.append(line)
+            seq, prev = seq + 1, digest
+        return envelopes, b"".join(lines)
+
+    def _advance(self, envelopes: list[Envelope], blob: bytes, start: int, key: str | None) -> None:
+        if key is not None:
+            offsets, off = [], start
+            for line in blob.splitlines(keepends=True):
+                offsets.append((off, len(line) - 1))
+                off += len(line)
+            self._cursor.keys[key] = offsets
+        self._cursor.offset = start + len(blob)
+        self._cursor.seq = envelopes[-1].seq
+        self._cursor.hash = envelopes[-1].hash
+
+    # --- repair -------------------------------------------------------------------------------
+
+    def repair(self, *, actor: str = "cli") -> LedgerRepaired | None:
+        """Quarantine a torn tail and record it; None when the ledger was intact.
+
+        Corruption before the tail is not repairable (it would drop complete events): it raises.
+        """
+        with open(self.path, "r+b") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            cursor = _Cursor()
+            size = os.fstat(f.fileno()).st_size
+            try:
+                _scan(f, cursor, size=size)
+                return None
+            except TornTail as exc:
+                offset = exc.offset if exc.offset is not None else cursor.offset
+                reason = str(exc)
+            f.seek(offset)
+            torn = f.read()
+            digest = hashlib.sha256(torn).hexdigest()
+            quarantine = self.path.with_name(f"{self.path.name}.torn-{offset}-{digest[:12]}")
+            with open(quarantine, "wb") as q:
+                q.write(torn)
+                q.flush()
+                os.fsync(q.fileno())
+            _fsync_dir(self.path.parent)
+            f.truncate(offset)
+            f.flush()
+            os.fsync(f.fileno())
+            fcntl.flock(f, fcntl.LOCK_UN)
+        self._cursor = _Cursor()
+        event = LedgerRepaired(
+            offset=offset, length=len(torn), quarantine=quarantine.name, torn_sha256=digest, reason=reason
+        )
+        self.append(event, expected_seq=cursor.seq, actor=actor)
+        return event
+
+
+HASH_TAIL = len(b'"}\n') + 64
+
+
+def _read_at(f, offset: int, length: int) -> bytes:
+    f.seek(offset)
+    return f.read(length)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,143 @@
+"""Projection files rendered from the run state. Each document is a pure function of the state.
+
+Every JSON document carries `ledger_head` (seq and hash of the last event it reflects), so a stale
+or hand-edited projection is detectable: `pw audit` rebuilds each file and compares bytes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+import msgspec
+
+from ledger import events as ev
+from ledger.codec import canonical_json
+from ledger.contract import Contract
+from projections.state import Head, RunState
+
+
+class ExperimentPlan(msgspec.Struct, frozen=True):
+    """The inherited contract every candidate is judged by."""
+
+    ledger_head: Head
+    run_id: str
+    workload: str
+    contract: Contract
+    inferred: bool
+    inference: list[str]
+    manifest_sha256: str | None
+    source_sha256: str
+    budgets: ev.Budgets
+    host: ev.Host
+
+
+class Variation(msgspec.Struct, frozen=True):
+    metric: str
+    unit: str
+    runs: int
+    mean: float
+    cv: float | None
+
+
+class PreflightDoc(msgspec.Struct, frozen=True):
+    """Tool versions and usability, build, launch, oracle and the baseline's run-to-run variation."""
+
+    ledger_head: Head
+    status: str
+    failure_class: str | None
+    failure: str | None
+    cache_key: str | None
+    cached: bool | None
+    compilers: list[ev.ToolInfo]
+    python: str | None
+    gpu: str | None
+    profilers: list[ev.ProfilerProbe]
+    build: ev.BuildFinished | None
+    oracle: ev.OracleChecked | None
+    baseline_variation: Variation | None
+
+
+def experiment_plan(state: RunState) -> ExperimentPlan | None:
+    run = state.run
+    if run is None:
+        return None
+    return ExperimentPlan(
+        ledger_head=state.head,
+        run_id=run.run_id,
+        workload=run.workload,
+        contract=run.contract,
+        inferred=run.inferred,
+        inference=run.inference,
+        manifest_sha256=run.manifest_sha256,
+        source_sha256=run.source_sha256,
+        budgets=run.budgets,
+        host=run.host,
+    )
+
+
+def _variation(state: RunState) -> Variation | None:
+    for timing in state.timings:
+        if timing.purpose == "baseline-variance":
+            xs = timing.samples.get("baseline", [])
+            if not xs:
+                return None
+            mean = statistics.fmean(xs)
+            cv = statistics.stdev(xs) / mean if len(xs) > 1 and mean > 0 else None
+            return Variation(metric=timing.metric, unit=timing.unit, runs=len(xs), mean=mean, cv=cv)
+    return None
+
+
+def preflight(state: RunState) -> PreflightDoc | None:
+    if state.run is None:
+        return None
+    pf = state.preflight
+    fault = next((f for f in state.faults if f.target == "baseline"), None)
+    oracle = state.oracles.get("baseline")
+    variation = _variation(state)
+    if fault is not None:
+        status = "failed"
+    elif pf is not None and oracle is not None and oracle.passed and variation is not None:
+        status = "ok"
+    else:
+        status = "incomplete"
+    return PreflightDoc(
+        ledger_head=state.head,
+        status=status,
+        failure_class=fault.failure_class if fault else None,
+        failure=fault.message if fault else None,
+        cache_key=pf.cache_key if pf else None,
+        cached=pf.cached if pf else None,
+        compilers=pf.compilers if pf else [],
+        python=pf.python if pf else None,
+        gpu=pf.gpu if pf else None,
+        profilers=pf.profilers if pf else [],
+        build=state.builds.get("baseline"),
+        oracle=oracle,
+        baseline_variation=variation,
+    )
+
+
+Renderer = Callable[[RunState], msgspec.Struct | None]
+
+# File name -> renderer. Order is the order `pw rebuild` writes and `pw audit` compares.
+DOCUMENTS: dict[str, Renderer] = {
+    "experiment-plan.json": experiment_plan,
+    "preflight.json": preflight,
+}
+
+# File name -> document type, for `pw validate` and the schema generator.
+DOCUMENT_TYPES: dict[str, type[msgspec.Struct]] = {
+    "experiment-plan.json": ExperimentPlan,
+    "preflight.json": PreflightDoc,
+}
+
+
+def render(state: RunState) -> dict[str, bytes]:
+    """Every projection file that the state supports, as canonical bytes."""
+    out: dict[str, bytes] = {}
+    for name, renderer in DOCUMENTS.items():
+        doc = renderer(state)
+        if doc is not None:
+            out[name] = canonical_json(doc)
+    return out

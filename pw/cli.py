@@ -1,0 +1,96 @@
+"""The `pw` command line: a table of verbs, each a small function imported only when it runs.
+
+Keeping heavy imports (numpy, scipy, rich, msgspec types) inside the verbs keeps `pw --help` fast.
+Errors from the one family in `ledger.errors` are rendered here, and only here, as one line on
+stderr with the exit code of DESIGN.md §7: 0 success, 1 a verdict or check that did not pass,
+2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# verb -> "module:function"; the module is imported only when the verb runs.
+VERBS: dict[str, str] = {
+    "log": "pw.commands.inspection:log",
+    "replay": "pw.commands.inspection:replay",
+    "audit": "pw.commands.maintenance:audit",
+    "rebuild": "pw.commands.maintenance:rebuild",
+    "repair": "pw.commands.maintenance:repair",
+    "validate": "pw.commands.maintenance:validate",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as for any bad input
+        self.exit(2, f"pw: error: {message} (see: {self.prog} --help)\n")
+
+
+def _run_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", metavar="RUN", help="a run directory, or any file inside one")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="pw",
+        description="ProfileWeaver: measure why a program is slow and judge rewrites with six trust gates.",
+    )
+    parser.add_argument("--version", action="version", version="profileweaver 0.1.0")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+
+    p = sub.add_parser("log", help="show the run's events as a table")
+    _run_arg(p)
+    p.add_argument("--json", action="store_true", help="one JSON object per event")
+
+    p = sub.add_parser("replay", help="show the run state as of an event")
+    _run_arg(p)
+    p.add_argument("--until", type=int, metavar="SEQ", help="last event to fold (default: all)")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("audit", help="verify the chain and recompute every projection and verdict")
+    _run_arg(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("rebuild", help="rewrite every projection file from the ledger")
+    _run_arg(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("repair", help="quarantine a torn ledger tail and record the repair")
+    _run_arg(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("validate", help="check a run file or profileweaver.json against its schema")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return 2
+    module_name, func_name = VERBS[args.verb].split(":")
+    from ledger.errors import PWError
+
+    try:
+        from pw.diagnostics import configure
+
+        configure()
+        handler = getattr(importlib.import_module(module_name), func_name)
+        return int(handler(args) or 0)
+    except PWError as exc:
+        sys.stderr.write(f"pw {args.verb}: {exc.message}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"pw {args.verb}: interrupted; the ledger holds every completed step\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

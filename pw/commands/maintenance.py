@@ -1,0 +1,86 @@
+"""Verbs that check or rewrite derived files: audit, rebuild, repair, validate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ledger.codec import to_builtins
+from ledger.errors import InputError
+from pw.commands.common import checked_events, console, open_run, print_json, print_text
+
+
+def audit(args) -> int:
+    from pw.audit import audit_run
+
+    run, ledger = open_run(args.run)
+    checked_events(run, ledger)  # bad input (empty, not a ledger, newer version) is exit 2, not a verdict
+    report = audit_run(run)
+    if args.json:
+        print_json(to_builtins(report))
+    else:
+        for check in report.checks:
+            mark = "ok  " if check.ok else "FAIL"
+            print_text(f"{mark} {check.name}: {check.detail}")
+        print_text("audit passed" if report.ok else f"audit failed: {report.first_divergence}")
+    return 0 if report.ok else 1
+
+
+def rebuild(args) -> int:
+    from projections.materialize import rebuild_in_memory, write_all
+
+    run, ledger = open_run(args.run)
+    checked_events(run, ledger)
+    _, files = rebuild_in_memory(ledger)
+    written = write_all(run.path, files)
+    if args.json:
+        print_json({"run_dir": str(run.path), "files": sorted(files), "written": written})
+    else:
+        print_text(f"rebuilt {len(files)} projections in {run.path} ({len(written)} changed)")
+    return 0
+
+
+def repair(args) -> int:
+    run, ledger = open_run(args.run)
+    event = ledger.repair()
+    if args.json:
+        print_json({"repaired": event is not None, "event": to_builtins(event) if event else None})
+    elif event is None:
+        print_text(f"{run.ledger_path}: intact, nothing to repair")
+    else:
+        print_text(
+            f"quarantined {event.length} torn bytes at offset {event.offset} to {event.quarantine}; "
+            "recorded LedgerRepaired"
+        )
+    return 0
+
+
+def validate(args) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        raise InputError(f"{args.file}: no such file (expected a run file or profileweaver.json)")
+    if path.name.endswith(".jsonl"):
+        count = _validate_ledger(path)
+        summary = f"{path.name}: valid ledger, {count} events"
+    else:
+        from pw.schemas import FILE_TYPES, type_for_file
+        from pw.validation import decode_as
+
+        typ = type_for_file(path)
+        if typ is None:
+            known = ", ".join(p for p, _ in FILE_TYPES)
+            raise InputError(f"{args.file}: no schema for this file name (known: ledger.jsonl, {known})")
+        decode_as(path.read_bytes(), typ, name=path.name)
+        summary = f"{path.name}: valid {typ.__name__}"
+    if args.json:
+        print_json({"file": str(path), "valid": True})
+    else:
+        print_text(summary)
+    return 0
+
+
+def _validate_ledger(path: Path) -> int:
+    from ledger.store import Ledger
+    from pw.runpath import RunDir
+
+    # checked_events names the file in its errors; any *.jsonl is validated as a ledger.
+    return len(checked_events(RunDir(path.parent), Ledger(path), ledger_path=path))
