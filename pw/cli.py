@@ -14,6 +14,7 @@ import sys
 
 # verb -> "module:function"; the module is imported only when the verb runs.
 VERBS: dict[str, str] = {
+    "start": "pw.commands.start:start",
     "log": "pw.commands.inspection:log",
     "replay": "pw.commands.inspection:replay",
     "audit": "pw.commands.maintenance:audit",
@@ -39,6 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version="profileweaver 0.1.0")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+
+    p = sub.add_parser("start", help="build, check and time a workload's baseline, then profile it")
+    p.add_argument("--workload", metavar="DIR", help="the workload directory (read only; never modified)")
+    p.add_argument("--resume", metavar="RUN", help="continue an interrupted start of this run")
+    p.add_argument("--iterations", type=int, default=10, metavar="N", help="candidate budget (default 10)")
+    p.add_argument("--repairs", type=int, default=7, metavar="N", help="repair budget per candidate (default 7)")
+    p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default runs/)")
+    p.add_argument("--no-profile", action="store_true", help="stop after the baseline timing")
+    p.add_argument("--json", action="store_true", help="print a JSON object with at least run_dir")
 
     p = sub.add_parser("log", help="show the run's events as a table")
     _run_arg(p)

@@ -13,7 +13,9 @@ def _summary(data: msgspec.Struct) -> str:
     parts = []
     for field in data.__struct_fields__:
         value = getattr(data, field)
-        if isinstance(value, (str, int, float, bool)) and value != "":
+        if field.endswith(("sha256", "hash", "key")) or value == "":
+            continue  # hashes are for auditors; `--json` shows them
+        if isinstance(value, (str, int, float, bool)):
             parts.append(f"{field}={value}")
     text = " ".join(parts)
     return text if len(text) <= 100 else text[:97] + "..."

@@ -1,0 +1,88 @@
+"""Load `profileweaver.json` into a `Contract`, with checks the schema alone cannot express.
+
+Every error is one line naming the field and what was expected, e.g.
+`profileweaver.json: run.timeout_s: expected a number > 0, got "ten"`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+import msgspec
+
+from ledger.contract import Contract
+from ledger.errors import InputError
+from pw.validation import convert_as
+
+MANIFEST = "profileweaver.json"
+
+
+def load_manifest(workload: Path) -> tuple[Contract, bytes]:
+    path = workload / MANIFEST
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{MANIFEST}: cannot read ({exc.strerror})") from None
+    try:
+        doc = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise InputError(f"{MANIFEST}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{MANIFEST}: expected a JSON object at the top level, got {type(doc).__name__}")
+    if "version" not in doc:
+        raise InputError(f"{MANIFEST}: missing required field 'version' (expected 1)")
+    contract = convert_as(doc, Contract, name=MANIFEST)
+    check_contract(contract, workload, name=MANIFEST)
+    return contract, raw
+
+
+def _relative(value: str, field: str, name: str) -> None:
+    p = PurePosixPath(value)
+    if p.is_absolute() or ".." in p.parts or "\x00" in value:
+        raise InputError(f"{name}: {field}: expected a path inside the workload, got {value!r}")
+
+
+def check_contract(c: Contract, workload: Path, *, name: str) -> None:
+    """Cross-field rules: paths stay inside the workload, each oracle kind has what it needs."""
+    _relative(c.source.root, "source.root", name)
+    for i, glob in enumerate(c.source.editable):
+        _relative(glob, f"source.editable[{i}]", name)
+    for i, step in enumerate(c.build):
+        _relative(step.cwd, f"build[{i}].cwd", name)
+    _relative(c.run.cwd, "run.cwd", name)
+    for i, item in enumerate(c.inputs):
+        _relative(item, f"inputs[{i}]", name)
+    if c.metric.kind == "roi":
+        if not c.metric.pattern and not c.metric.json_key:
+            raise InputError(f"{name}: metric: expected 'pattern' or 'json_key' when kind is 'roi'")
+        if c.metric.pattern:
+            try:
+                compiled = re.compile(c.metric.pattern)
+            except re.error as exc:
+                raise InputError(f"{name}: metric.pattern: expected a regular expression ({exc})") from None
+            if compiled.groups < 1:
+                raise InputError(f"{name}: metric.pattern: expected one capture group around the number")
+    o = c.oracle
+    if o.kind in ("stdout", "file") and not o.reference:
+        raise InputError(f"{name}: oracle.reference: expected a reference file when kind is {o.kind!r}")
+    if o.kind == "file" and not o.path:
+        raise InputError(f"{name}: oracle.path: expected the output file the run writes when kind is 'file'")
+    if o.kind == "command" and not o.argv:
+        raise InputError(f"{name}: oracle.argv: expected a command when kind is 'command'")
+    for field in ("reference", "path"):
+        value = getattr(o, field)
+        if value:
+            _relative(value, f"oracle.{field}", name)
+    root = workload / c.source.root
+    if not root.is_dir():
+        raise InputError(f"{name}: source.root: expected a directory inside the workload, got {c.source.root!r}")
+    for i, h in enumerate(o.holdout):
+        _relative(h.reference, f"oracle.holdout[{i}].reference", name)
+        if not (root / h.reference).is_file():
+            raise InputError(f"{name}: oracle.holdout[{i}].reference: file {h.reference!r} not found")
+    if o.reference and not (root / o.reference).is_file():
+        raise InputError(f"{name}: oracle.reference: file {o.reference!r} not found in the workload")
+    for i, glob in enumerate(c.source.editable):
+        if not any(p.is_file() for p in root.glob(glob)):
+            raise InputError(f"{name}: source.editable[{i}]: {glob!r} matches no file in the workload")
