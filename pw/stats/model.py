@@ -115,6 +115,7 @@ class PairedAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     verdict_rule: str
     outliers: OutlierReport
     robust: RobustCheck
+    # True when outliers were flagged and the robust (median-based) verdict differs from `verdict`.
     verdict_depends_on_outliers: bool
     drift: DriftReport
     notes: tuple[str, ...]

@@ -21,11 +21,11 @@ def as_times(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.argmax(bad))
-        raise StatsInputError(f"{name} must be finite, got {arr[i]!r} at index {i}")
+        raise StatsInputError(f"{name} must be finite, got {float(arr[i])!r} at index {i}")
     nonpos = arr <= 0
     if nonpos.any():
         i = int(np.argmax(nonpos))
-        raise StatsInputError(f"{name} must be > 0 seconds, got {arr[i]!r} at index {i}")
+        raise StatsInputError(f"{name} must be > 0 seconds, got {float(arr[i])!r} at index {i}")
     return arr
 
 
@@ -67,7 +67,7 @@ def as_log_ratios(values: Sequence[float] | np.ndarray) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.argmax(bad))
-        raise StatsInputError(f"log_ratios must be finite, got {arr[i]!r} at index {i}")
+        raise StatsInputError(f"log_ratios must be finite, got {float(arr[i])!r} at index {i}")
     return arr
 
 

@@ -159,9 +159,16 @@ def sequential_decision(
     recorded = tuple(float(x) for x in d)
     if n == 0:
         return SequentialDecision(
-            method_version=METHOD_VERSION, n_pairs=0, stop=False, reason="below_min_pairs",
-            verdict=INCONCLUSIVE, speedup=None, interval=None, method=METHOD,
-            log_ratios=recorded, params=params,
+            method_version=METHOD_VERSION,
+            n_pairs=0,
+            stop=False,
+            reason="below_min_pairs",
+            verdict=INCONCLUSIVE,
+            speedup=None,
+            interval=None,
+            method=METHOD,
+            log_ratios=recorded,
+            params=params,
         )
     mean, low, high = confidence_sequence(d, params.confidence, params.prior_scale)
     reason = REASONS[int(reason_codes(low, high, params)[-1])]

@@ -20,7 +20,7 @@ CODE_FASTER, CODE_SLOWER, CODE_SAME, CODE_INCONCLUSIVE = 0, 1, 2, 3
 def verdict_codes(log_low, log_high, min_effect: float) -> np.ndarray:
     """Verdict codes for intervals given on the log-speedup scale (arrays broadcast).
 
-    NaN bounds compare false everywhere and so give INCONCLUSIVE, never FASTER.
+    An interval with a NaN bound is INCONCLUSIVE, never FASTER.
     """
     lo = np.asarray(log_low, dtype=float)
     hi = np.asarray(log_high, dtype=float)
@@ -29,6 +29,7 @@ def verdict_codes(log_low, log_high, min_effect: float) -> np.ndarray:
     codes[(lo >= -margin) & (hi <= margin)] = CODE_SAME
     codes[hi < -margin] = CODE_SLOWER
     codes[lo > margin] = CODE_FASTER
+    codes[np.isnan(lo) | np.isnan(hi)] = CODE_INCONCLUSIVE
     return codes
 
 

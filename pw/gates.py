@@ -1,0 +1,427 @@
+"""The six trust gates of DESIGN.md §10, as one pure function of recorded facts.
+
+``evaluate_gates(GateInputs) -> list[GateResult]``: no files, processes, clock, randomness or logging.
+``GateInputs`` is plain data (frozen msgspec Structs, dicts, lists), recorded in ``GatesEvaluated.inputs``
+as ``msgspec.to_builtins(inputs)``; an auditor decodes it back with ``decode_inputs`` and re-runs the
+gates, which must give the identical results. Each result's ``evidence`` lists the ledger seqs of the
+events the gate read (taken from ``GateInputs.seqs``).
+
+The planted cheats each gate holds against (DESIGN.md §10):
+- correctness: output that matches only because runs cached work (files left behind by a run), edits
+  to the oracle, reference or harness files (refused edits);
+- significance: a swapped or stale binary (the digest timed differs from the digest built), mismatched
+  conditions (host, argv, inputs, tool versions);
+- mechanism: a speedup of something other than the hotspot, and speedups above the hotspot's Amdahl
+  ceiling (work outside the hotspot was changed or skipped).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+import msgspec
+
+from ledger.events import GateResult
+from ledger.metrics import KNOWN_METRICS
+from projections.profile_diff import OperationDelta, ProfileDiff
+
+GATE_NAMES: tuple[str, ...] = (
+    "correctness", "significance", "mechanism", "no_collateral", "attribution", "reproducible")
+
+DEFAULT_MIN_PAIRS = 5
+# The hotspot's shrink must explain at least half of the total saving in the reprofile: "most of the
+# saving" (DESIGN.md §10). Below that, something other than the targeted mechanism did the work.
+MIN_EXPLAINED_FRACTION = 0.5
+# A measured speedup whose interval lies wholly above the hotspot's Amdahl ceiling cannot come from the
+# hotspot alone. 5% slack absorbs the difference between the profiled and the timed run.
+AMDAHL_SLACK = 1.05
+# Operations below this share of the baseline total are not checked for regressions: their noise
+# dominates and they cannot cost much.
+COLLATERAL_MIN_SHARE = 0.02
+# Noise band of a sampled metric: this many Poisson standard deviations of the difference of two
+# sample counts, sqrt(n_before + n_after) samples, converted to the metric.
+POISSON_SIGMAS = 3.0
+# Noise band of an exact counter (callgrind's instructions): relative to the baseline value.
+EXACT_RELATIVE_BAND = 0.01
+# Peak memory (median max RSS over the timed runs) may grow by this factor plus this many KB.
+PEAK_RSS_FACTOR = 1.10
+PEAK_RSS_SLACK_KB = 1024.0
+
+REPRO_FIELDS: tuple[str, ...] = ("command", "build_sha256", "host", "tool_versions", "source_sha256", "run_id")
+
+
+class _Plain(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class OracleFacts(_Plain):
+    """The candidate's oracle check (``OracleChecked``); ``passed`` covers the holdout inputs too."""
+
+    passed: bool
+    detail: str
+    method: str
+    rtol: float
+    atol: float
+
+
+class Conditions(_Plain):
+    """What one arm of the timing campaign ran under; the two arms must match exactly."""
+
+    host: str | None = None
+    argv: list[str] = []
+    inputs_sha256: str | None = None
+    tool_versions: dict[str, str] = {}
+    other: dict[str, str] = {}  # e.g. governor, warm-up runs: compared as well
+
+
+class Binaries(_Plain):
+    """Digests of the binaries: the one each arm should run vs the one actually timed."""
+
+    baseline_expected: str | None = None
+    baseline_timed: str | None = None
+    candidate_built: str | None = None
+    candidate_timed: str | None = None
+
+
+class HotspotFacts(_Plain):
+    """The targeted hotspot (``HotspotSelected``): its share of the baseline and its Amdahl ceiling."""
+
+    operation: str
+    metric: str
+    share: float
+    amdahl_ceiling: float | None  # None: share 1, no ceiling
+
+
+class AdapterFacts(_Plain):
+    """The profiler behind the reprofile, as probed on this host."""
+
+    name: str
+    can_reprofile: bool
+    usable: bool
+    measured: list[str]  # metric ids it measured here
+    simulated: list[str] = []  # of those, the ones from a model of the machine, not its hardware
+
+
+class Claim(_Plain):
+    """A causal claim made in the report, by the metric it cites; ``simulated`` = labelled as simulated."""
+
+    metric: str
+    text: str = ""
+    simulated: bool = False
+
+
+class Repro(_Plain):
+    command: list[str] = []
+    build_sha256: str | None = None
+    host: str | None = None
+    tool_versions: dict[str, str] = {}
+    source_sha256: str | None = None
+    run_id: str | None = None
+
+
+class Seqs(_Plain):
+    """Ledger seqs of the events the inputs came from (None: no such event)."""
+
+    run: int | None = None  # RunStarted
+    preflight: int | None = None  # PreflightCompleted (adapter usability, tool versions)
+    diff: int | None = None  # CandidateDiffRecorded (refused edits)
+    build: int | None = None  # BuildFinished of the candidate
+    oracle: int | None = None  # OracleChecked of the candidate
+    timing: int | None = None  # TimingRecorded the analysis comes from
+    wall: int | None = None  # TimingRecorded of whole-process wall time, when the timed metric is an ROI
+    hotspot: int | None = None  # HotspotSelected
+    baseline_profile: int | None = None  # ProfileNormalized of the baseline
+    candidate_profile: int | None = None  # ProfileNormalized of the candidate's reprofile
+
+
+class GateInputs(_Plain):
+    candidate: str
+    exploratory: bool = False
+    seqs: Seqs = Seqs()
+    # correctness
+    oracle: OracleFacts | None = None
+    refused_edits: list[str] = []  # outside the editable set, or protected oracle/reference/harness files
+    run_side_effects: list[str] = []  # files runs created or modified in the workspace
+    # significance
+    analysis: dict[str, Any] | None = None  # msgspec.to_builtins(pw.stats.PairedAnalysis)
+    min_pairs: int = DEFAULT_MIN_PAIRS
+    baseline_conditions: Conditions = Conditions()
+    candidate_conditions: Conditions = Conditions()
+    binaries: Binaries = Binaries()
+    # mechanism, attribution
+    hotspot: HotspotFacts | None = None
+    profile_diff: ProfileDiff | None = None  # None: no reprofile yet
+    adapter: AdapterFacts | None = None
+    claims: list[Claim] = []  # causal claims besides the mechanism metric itself
+    # no collateral
+    wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
+    peak_rss_kb_baseline: list[float] = []
+    peak_rss_kb_candidate: list[float] = []
+    # reproducible
+    repro: Repro = Repro()
+
+
+def decode_inputs(data: dict[str, Any]) -> GateInputs:
+    """The recorded ``GatesEvaluated.inputs`` back as ``GateInputs`` (raises msgspec.ValidationError)."""
+    return msgspec.convert(data, GateInputs)
+
+
+def evaluate_gates(inputs: GateInputs) -> list[GateResult]:
+    """The six gates, in the order of ``GATE_NAMES``."""
+    return [
+        _correctness(inputs),
+        _significance(inputs),
+        _mechanism(inputs),
+        _no_collateral(inputs),
+        _attribution(inputs),
+        _reproducible(inputs),
+    ]
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _g(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.4g}"
+
+
+def _result(name: str, failures: list[str], passed_detail: str, evidence: list[int | None]) -> GateResult:
+    detail = "; ".join(failures) if failures else passed_detail
+    seqs = sorted({s for s in evidence if s is not None})
+    return GateResult(name=name, passed=not failures, detail=" ".join(detail.split()), evidence=seqs)
+
+
+def _names(items: list[str], limit: int = 5) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _interval(analysis: dict[str, Any]) -> tuple[float | None, float | None]:
+    iv = analysis.get("interval") or {}
+    return iv.get("low"), iv.get("high")
+
+
+def _speedup_text(analysis: dict[str, Any]) -> str:
+    low, high = _interval(analysis)
+    conf = (analysis.get("interval") or {}).get("confidence", 0.95)
+    return (f"speedup {_g(analysis.get('speedup'))}x ({conf:.0%} CI {_g(low)}-{_g(high)}), "
+            f"{analysis.get('verdict')}, {analysis.get('n_pairs')} pairs")
+
+
+def _is_simulated(metric: str, adapter: AdapterFacts | None) -> bool:
+    spec = KNOWN_METRICS.get(metric)
+    return bool(spec and spec.simulated) or (adapter is not None and metric in adapter.simulated)
+
+
+# --- the gates ----------------------------------------------------------------------------------
+
+
+def _correctness(i: GateInputs) -> GateResult:
+    failures = []
+    o = i.oracle
+    tolerance = "" if o is None else f"{o.method}, rtol={o.rtol:g}, atol={o.atol:g}"
+    if o is None:
+        failures.append("oracle not run on the candidate")
+    elif not o.passed:
+        failures.append(f"oracle failed ({tolerance}): {o.detail}")
+    if i.refused_edits:
+        failures.append(f"refused edits (outside the editable set or protected): {_names(i.refused_edits)}")
+    if i.run_side_effects:
+        failures.append(
+            f"runs left files behind (possible caching across runs): {_names(i.run_side_effects)}")
+    return _result("correctness", failures, f"oracle passed ({tolerance}): {o.detail if o else ''}",
+                   [i.seqs.oracle, i.seqs.diff])
+
+
+def _condition_mismatches(a: Conditions, b: Conditions) -> list[str]:
+    out = []
+    if a.host is None or b.host is None:
+        out.append("host not recorded")
+    for field in ("host", "argv", "inputs_sha256", "tool_versions", "other"):
+        va, vb = getattr(a, field), getattr(b, field)
+        if va != vb:
+            out.append(f"{field} differs ({va!r} vs {vb!r})")
+    return out
+
+
+def _binary_mismatches(b: Binaries) -> list[str]:
+    out = []
+    for arm, want, got in (("baseline", b.baseline_expected, b.baseline_timed),
+                           ("candidate", b.candidate_built, b.candidate_timed)):
+        if want is None or got is None:
+            out.append(f"{arm} binary digest not recorded")
+        elif want != got:
+            out.append(f"{arm} binary timed ({got[:12]}) is not the one built ({want[:12]}): stale or swapped")
+    return out
+
+
+def _significance(i: GateInputs) -> GateResult:
+    failures = []
+    a = i.analysis
+    summary = "no timing analysis"
+    if a is None:
+        failures.append("no timing analysis")
+    else:
+        summary = _speedup_text(a)
+        n = int(a.get("n_pairs") or 0)
+        low, _ = _interval(a)
+        min_effect = float((a.get("params") or {}).get("min_effect", 0.0))
+        problems = []
+        if n < i.min_pairs:
+            problems.append(f"{n} pairs < {i.min_pairs} required")
+        if a.get("verdict") != "FASTER":
+            problems.append("not FASTER")
+        elif low is None or not low > 1.0 + min_effect:
+            problems.append(f"interval low {_g(low)} not above 1+min_effect {1 + min_effect:g}")
+        if problems:
+            failures.append(f"{summary}: {', '.join(problems)}")
+    cond = _condition_mismatches(i.baseline_conditions, i.candidate_conditions)
+    if cond:
+        failures.append("conditions not matched: " + ", ".join(cond))
+    failures.extend(_binary_mismatches(i.binaries))
+    return _result("significance", failures,
+                   f"{summary} >= {i.min_pairs}; conditions matched; timed binaries are the ones built",
+                   [i.seqs.timing, i.seqs.build])
+
+
+def _mechanism(i: GateInputs) -> GateResult:
+    failures = []
+    h, d = i.hotspot, i.profile_diff
+    passed_detail = ""
+    if h is None:
+        failures.append("no hotspot selected")
+    if i.adapter is None:
+        failures.append("no adapter facts: cannot tell whether the reprofile is possible")
+    elif not i.adapter.can_reprofile:
+        failures.append(f"adapter {i.adapter.name} cannot reprofile, so the mechanism cannot be shown")
+    if d is None:
+        failures.append("no reprofile yet")
+    elif h is not None:
+        hd = d.hotspot
+        if hd is None or hd.operation != h.operation:
+            failures.append(f"the reprofile diff does not track the hotspot {h.operation}")
+        elif d.metric != h.metric:
+            failures.append(f"the reprofile diff is in {d.metric}, the hotspot was chosen by {h.metric}")
+        else:
+            shrink = (f"hotspot {h.operation} {d.metric} {_g(hd.inclusive_before)} -> "
+                      f"{_g(hd.inclusive_after)} (shrink {_g(hd.inclusive_shrink)}, total "
+                      f"{_g(d.total_before)} -> {_g(d.total_after)})")
+            if not hd.inclusive_shrink > 0:
+                failures.append(f"{shrink}: the hotspot did not shrink")
+            elif hd.explained_fraction is None:
+                failures.append(f"{shrink}: the total did not shrink")
+            elif hd.explained_fraction < MIN_EXPLAINED_FRACTION:
+                failures.append(f"{shrink}: explains only {hd.explained_fraction:.0%} of the saving "
+                                f"(< {MIN_EXPLAINED_FRACTION:.0%})")
+            else:
+                passed_detail = f"{shrink}: explains {hd.explained_fraction:.0%} of the saving"
+    if h is not None and h.amdahl_ceiling is not None and i.analysis is not None:
+        low, _ = _interval(i.analysis)
+        limit = h.amdahl_ceiling * AMDAHL_SLACK
+        if low is not None and low > limit:
+            failures.append(
+                f"speedup interval low {_g(low)} exceeds the Amdahl ceiling {_g(h.amdahl_ceiling)} "
+                f"(x{AMDAHL_SLACK:g} = {_g(limit)}) of a {h.share:.0%} hotspot: "
+                "work outside the hotspot changed or was skipped")
+        elif passed_detail:
+            passed_detail += f"; speedup interval low {_g(low)} within the Amdahl ceiling {_g(h.amdahl_ceiling)}"
+    return _result("mechanism", failures, passed_detail,
+                   [i.seqs.hotspot, i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.timing])
+
+
+def _op_band(op: OperationDelta) -> tuple[float, str]:
+    """(band in the metric, how it was derived) for one operation's self value."""
+    sb, sa = op.samples_before, op.samples_after
+    if sb is not None and sa is not None and (sb + sa) > 0:
+        band_samples = POISSON_SIGMAS * math.sqrt(sb + sa)
+        per_sample = (op.self_before + op.self_after) / (sb + sa)
+        return band_samples * per_sample, f"{POISSON_SIGMAS:g}*sqrt({_g(sb)}+{_g(sa)}) samples"
+    return EXACT_RELATIVE_BAND * op.self_before, f"{EXACT_RELATIVE_BAND:.0%} of baseline"
+
+
+def _no_collateral(i: GateInputs) -> GateResult:
+    failures, checked = [], []
+    d = i.profile_diff
+    hot = i.hotspot.operation if i.hotspot is not None else None
+    if d is None:
+        failures.append("no reprofile yet: other operations not checked")
+    else:
+        regressed = []
+        n_checked = 0
+        for op in d.operations:
+            if op.id == hot or op.share_before < COLLATERAL_MIN_SHARE:
+                continue
+            n_checked += 1
+            band, how = _op_band(op)
+            if op.self_delta > band:
+                regressed.append(f"{op.id} {d.metric} {_g(op.self_before)} -> {_g(op.self_after)} "
+                                 f"(+{_g(op.self_delta)} > band {_g(band)} = {how})")
+        if regressed:
+            failures.append("regressed beyond noise: " + "; ".join(regressed[:5]))
+        checked.append(f"{n_checked} other operations >= {COLLATERAL_MIN_SHARE:.0%} within noise")
+    w = i.wall_analysis
+    if w is not None:
+        if w.get("verdict") == "SLOWER":
+            failures.append(f"whole-process time slower: {_speedup_text(w)}")
+        else:
+            checked.append(f"whole-process time {w.get('verdict')}")
+    rb, rc = i.peak_rss_kb_baseline, i.peak_rss_kb_candidate
+    if not rb or not rc:
+        failures.append("peak memory not recorded for both arms")
+    else:
+        mb, mc = statistics.median(rb), statistics.median(rc)
+        limit = mb * PEAK_RSS_FACTOR + PEAK_RSS_SLACK_KB
+        text = f"peak RSS median {mb:.0f} -> {mc:.0f} KB (limit {limit:.0f})"
+        if mc > limit:
+            failures.append(text)
+        else:
+            checked.append(text)
+    return _result("no_collateral", failures, "; ".join(checked),
+                   [i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.wall, i.seqs.timing])
+
+
+def _attribution(i: GateInputs) -> GateResult:
+    failures, cited = [], []
+    a, d, h = i.adapter, i.profile_diff, i.hotspot
+    if a is None:
+        failures.append("no adapter facts: cannot tell what was measured on this host")
+    elif not a.usable:
+        failures.append(f"adapter {a.name} is not usable on this host")
+    mech = h.metric if h is not None else (d.metric if d is not None else None)
+    if mech is None:
+        failures.append("no mechanism metric")
+    else:
+        if a is not None and mech not in a.measured:
+            failures.append(f"mechanism metric {mech} was not measured by {a.name} here")
+        if d is None:
+            failures.append(f"no reprofile yet: {mech} not measured on the candidate")
+        else:
+            missing = [side for side, ms in (("baseline", d.baseline_metrics), ("candidate", d.candidate_metrics))
+                       if mech not in ms]
+            if missing:
+                failures.append(f"mechanism metric {mech} missing from the {' and '.join(missing)} profile")
+        cited.append(mech + (" (simulated)" if _is_simulated(mech, a) else ""))
+    for c in i.claims:
+        if a is not None and c.metric not in a.measured:
+            failures.append(f"claim cites {c.metric}, which {a.name} did not measure here")
+        elif _is_simulated(c.metric, a) and not c.simulated:
+            failures.append(f"claim cites simulated metric {c.metric} without labelling it simulated")
+        else:
+            cited.append(c.metric + (" (simulated)" if c.simulated else ""))
+    name = a.name if a is not None else "?"
+    return _result("attribution", failures, f"claims cite metrics {name} measured on this host: "
+                   + ", ".join(sorted(set(cited))), [i.seqs.preflight, i.seqs.baseline_profile,
+                                                     i.seqs.candidate_profile])
+
+
+def _reproducible(i: GateInputs) -> GateResult:
+    r = i.repro
+    missing = [f for f in REPRO_FIELDS if not getattr(r, f)]
+    failures = [f"not recorded: {', '.join(missing)}"] if missing else []
+    return _result("reproducible", failures,
+                   f"run {r.run_id} on {r.host}: build {(r.build_sha256 or '')[:12]}, source "
+                   f"{(r.source_sha256 or '')[:12]}, tools {', '.join(f'{k} {v}' for k, v in sorted(r.tool_versions.items()))}, "
+                   f"command {' '.join(r.command)}",
+                   [i.seqs.run, i.seqs.preflight, i.seqs.build])

@@ -1,0 +1,280 @@
+"""pw.gates: each trust gate against an honest candidate and a planted cheat (DESIGN.md §10)."""
+
+from __future__ import annotations
+
+import functools
+
+import msgspec
+import pytest
+
+from ledger.profile import Operation
+from projections.profile_diff import diff_profiles
+from pw import stats
+from pw.gates import (
+    GATE_NAMES,
+    AdapterFacts,
+    Binaries,
+    Claim,
+    Conditions,
+    GateInputs,
+    HotspotFacts,
+    OracleFacts,
+    Repro,
+    Seqs,
+    decode_inputs,
+    evaluate_gates,
+)
+from tests.test_profile_diff import BASE, GOOD, op, profile
+
+replace = msgspec.structs.replace
+HOT = "matmul@demo.c"
+ORDER = ["AB", "BA", "BA", "AB", "AB", "BA", "BA", "AB"]
+NOISE = [1.0, 1.01, 0.99, 1.005, 0.995, 1.002, 0.998, 1.0]
+NOISE_C = [1.0, 0.995, 1.004, 1.0, 1.006, 0.998, 1.001, 0.997]
+
+
+@functools.cache
+def analysis(speedup: float, n: int = 8) -> dict:
+    """A real pw.stats analysis of synthetic pairs with the given true speedup (baseline ~10 s)."""
+    base = [10.0 * x for x in NOISE[:n]]
+    cand = [10.0 / speedup * x for x in NOISE_C[:n]]
+    return msgspec.to_builtins(stats.analyze_pairs(base, cand, order=ORDER[:n], n_resamples=199))
+
+
+def conditions() -> Conditions:
+    return Conditions(host="bench-1", argv=["./matmul", "512"], inputs_sha256="in" * 32,
+                      tool_versions={"cc": "gcc 13.2", "perf": "6.1"}, other={"warmup_runs": "1"})
+
+
+def good_inputs(**changes) -> GateInputs:
+    """An honest improvement: the 80% hotspot halves, timing says 1.67x, everything recorded."""
+    inputs = GateInputs(
+        candidate="interchange",
+        seqs=Seqs(run=1, preflight=2, diff=20, build=21, oracle=22, timing=23, hotspot=9,
+                  baseline_profile=8, candidate_profile=24),
+        oracle=OracleFacts(passed=True, detail="max rel err 2e-15 over 3 inputs (1 holdout)",
+                           method="numeric", rtol=1e-9, atol=1e-12),
+        analysis=analysis(10.0 / 6.0),
+        baseline_conditions=conditions(),
+        candidate_conditions=conditions(),
+        binaries=Binaries(baseline_expected="b" * 64, baseline_timed="b" * 64,
+                          candidate_built="c" * 64, candidate_timed="c" * 64),
+        hotspot=HotspotFacts(operation=HOT, metric="cpu_time_s", share=0.8, amdahl_ceiling=5.0),
+        profile_diff=diff_profiles(BASE, GOOD, hotspot=HOT),
+        adapter=AdapterFacts(name="perf", can_reprofile=True, usable=True, measured=["cpu_time_s", "samples"]),
+        peak_rss_kb_baseline=[10240.0, 10300.0, 10260.0],
+        peak_rss_kb_candidate=[10250.0, 10280.0, 10270.0],
+        repro=Repro(command=["./matmul", "512"], build_sha256="c" * 64, host="bench-1",
+                    tool_versions={"cc": "gcc 13.2", "perf": "6.1"}, source_sha256="s" * 64,
+                    run_id="20260101-000000-matmul"),
+    )
+    return replace(inputs, **changes)
+
+
+def gates_of(inputs: GateInputs) -> dict:
+    results = evaluate_gates(inputs)
+    assert [g.name for g in results] == list(GATE_NAMES)
+    for g in results:
+        assert "\n" not in g.detail and g.detail
+    return {g.name: g for g in results}
+
+
+def failed(inputs: GateInputs) -> set[str]:
+    return {name for name, g in gates_of(inputs).items() if not g.passed}
+
+
+# --- the honest candidate -----------------------------------------------------------------------
+
+
+def test_real_improvement_passes_all_six_with_numbers_and_evidence():
+    g = gates_of(good_inputs())
+    assert all(x.passed for x in g.values()), {n: x.detail for n, x in g.items() if not x.passed}
+    assert "rtol=1e-09" in g["correctness"].detail and "atol=1e-12" in g["correctness"].detail
+    assert "speedup 1.66" in g["significance"].detail and "FASTER" in g["significance"].detail
+    assert "explains 100%" in g["mechanism"].detail
+    assert g["significance"].evidence == [21, 23]
+    assert g["correctness"].evidence == [20, 22]
+    assert 24 in g["mechanism"].evidence and 9 in g["mechanism"].evidence
+
+
+def test_inputs_round_trip_through_builtins_and_give_identical_gates():
+    inputs = good_inputs(claims=[Claim(metric="samples", text="fewer samples in the inner loop")])
+    recorded = msgspec.json.decode(msgspec.json.encode(msgspec.to_builtins(inputs)))
+    back = decode_inputs(recorded)
+    enc = msgspec.json.Encoder(order="deterministic").encode
+    assert enc(back) == enc(inputs)  # (the analysis's tuples come back as lists)
+    assert evaluate_gates(back) == evaluate_gates(inputs)
+    cheat = good_inputs(run_side_effects=["created cache.bin"], binaries=Binaries())
+    assert evaluate_gates(decode_inputs(msgspec.to_builtins(cheat))) == evaluate_gates(cheat)
+    with pytest.raises(msgspec.ValidationError):
+        decode_inputs({**recorded, "surprise": 1})
+
+
+# --- correctness --------------------------------------------------------------------------------
+
+
+def test_broken_oracle_fails_correctness_with_tolerance():
+    bad = OracleFacts(passed=False, detail="C[3,4] = 7.0, expected 9.0", method="numeric", rtol=1e-9, atol=1e-12)
+    g = gates_of(good_inputs(oracle=bad))["correctness"]
+    assert not g.passed and "C[3,4]" in g.detail and "rtol=1e-09" in g.detail
+    assert "not run" in gates_of(good_inputs(oracle=None))["correctness"].detail
+
+
+def test_refused_edits_fail_correctness_naming_the_files():
+    g = gates_of(good_inputs(refused_edits=["oracle/reference.txt", "harness/timer.c"]))["correctness"]
+    assert not g.passed and "oracle/reference.txt" in g.detail and "harness/timer.c" in g.detail
+
+
+def test_files_left_behind_by_runs_fail_correctness_as_possible_caching():
+    g = gates_of(good_inputs(run_side_effects=["created .matmul_cache.bin"]))["correctness"]
+    assert not g.passed and "caching" in g.detail and ".matmul_cache.bin" in g.detail
+
+
+# --- significance -------------------------------------------------------------------------------
+
+
+def test_stale_or_swapped_binary_fails_significance():
+    stale = Binaries(baseline_expected="b" * 64, baseline_timed="b" * 64,
+                     candidate_built="c" * 64, candidate_timed="d" * 64)
+    g = gates_of(good_inputs(binaries=stale))["significance"]
+    assert not g.passed and "stale or swapped" in g.detail and "candidate" in g.detail
+    swapped = replace(stale, baseline_timed="c" * 64, candidate_timed="c" * 64)
+    assert "baseline binary timed" in gates_of(good_inputs(binaries=swapped))["significance"].detail
+    assert "significance" in failed(good_inputs(binaries=Binaries()))
+
+
+def test_mismatched_conditions_fail_significance():
+    for change in ({"argv": ["./matmul", "256"]}, {"host": "other"},
+                   {"tool_versions": {"cc": "gcc 14", "perf": "6.1"}}, {"inputs_sha256": "x"}):
+        g = gates_of(good_inputs(candidate_conditions=replace(conditions(), **change)))["significance"]
+        assert not g.passed and "conditions not matched" in g.detail, change
+    no_host = replace(conditions(), host=None)
+    g = gates_of(good_inputs(baseline_conditions=no_host, candidate_conditions=no_host))["significance"]
+    assert not g.passed and "host not recorded" in g.detail
+
+
+def test_too_few_pairs_or_not_faster_fails_significance():
+    g = gates_of(good_inputs(analysis=analysis(10.0 / 6.0, n=4)))["significance"]
+    assert not g.passed and "4 pairs < 5" in g.detail
+    assert "not FASTER" in gates_of(good_inputs(analysis=analysis(1.0)))["significance"].detail
+    assert "no timing analysis" in gates_of(good_inputs(analysis=None))["significance"].detail
+
+
+# --- mechanism ----------------------------------------------------------------------------------
+
+
+def test_speedup_of_a_non_hotspot_function_fails_mechanism():
+    cand = profile([op("main@demo.c", 0.2, 8.6), op(HOT, 8.0), op("init@demo.c", 0.1), op("io@demo.c", 0.3)])
+    g = gates_of(good_inputs(analysis=analysis(10.0 / 8.6), profile_diff=diff_profiles(BASE, cand, hotspot=HOT)))
+    assert not g["mechanism"].passed and "did not shrink" in g["mechanism"].detail
+    assert g["significance"].passed
+
+
+def test_hotspot_shrinking_too_little_to_explain_the_saving_fails_mechanism():
+    cand = profile([op("main@demo.c", 0.2, 8.0), op(HOT, 7.6), op("init@demo.c", 0.1), op("io@demo.c", 0.1)])
+    g = gates_of(good_inputs(analysis=analysis(10.0 / 8.0), profile_diff=diff_profiles(BASE, cand, hotspot=HOT)))
+    assert not g["mechanism"].passed and "explains only 20%" in g["mechanism"].detail
+
+
+def test_speedup_above_the_amdahl_ceiling_fails_mechanism_and_is_flagged():
+    # The hotspot is half the program (ceiling 2x), yet timing says 3x: work elsewhere was skipped.
+    hot = HotspotFacts(operation=HOT, metric="cpu_time_s", share=0.5, amdahl_ceiling=2.0)
+    g = gates_of(good_inputs(hotspot=hot, analysis=analysis(3.0)))["mechanism"]
+    assert not g.passed and "exceeds the Amdahl ceiling" in g.detail and "skipped" in g.detail
+    # just under the ceiling (with 5% slack) is fine
+    assert gates_of(good_inputs(hotspot=hot, analysis=analysis(1.9)))["mechanism"].passed
+
+
+def test_no_reprofile_or_no_reprofiling_adapter_fails_mechanism():
+    g = gates_of(good_inputs(profile_diff=None))
+    assert not g["mechanism"].passed and "no reprofile yet" in g["mechanism"].detail
+    partial = AdapterFacts(name="gvprof", can_reprofile=False, usable=True, measured=["cpu_time_s", "samples"])
+    g = gates_of(good_inputs(adapter=partial))["mechanism"]
+    assert not g.passed and "cannot reprofile" in g.detail
+
+
+# --- no collateral ------------------------------------------------------------------------------
+
+
+def _with_init(after: float) -> GateInputs:
+    cand = profile([op("main@demo.c", 0.2, 4.0 + after + 0.5), op(HOT, 4.0), op("init@demo.c", after),
+                    op("io@demo.c", 0.3)])
+    return good_inputs(profile_diff=diff_profiles(BASE, cand, hotspot=HOT))
+
+
+def test_other_operation_regressed_beyond_poisson_band_fails_no_collateral():
+    # init: 1500 -> 2500 samples; band 3*sqrt(4000) ~ 190 samples = 0.19 s
+    g = gates_of(_with_init(2.5))["no_collateral"]
+    assert not g.passed and "init@demo.c" in g.detail and "band" in g.detail
+    # 1500 -> 1600 samples is inside the band
+    assert gates_of(_with_init(1.6))["no_collateral"].passed
+
+
+def test_exact_metric_uses_a_one_percent_band():
+    def ins(id_, v):
+        return Operation(id=id_, name=id_, kind="function", module="m", self_metrics={"instructions": v})
+
+    base = profile([ins(HOT, 800.0), ins("init@demo.c", 200.0)], metrics=("instructions",), tool="callgrind")
+    hot = HotspotFacts(operation=HOT, metric="instructions", share=0.8, amdahl_ceiling=5.0)
+    adapter = AdapterFacts(name="callgrind", can_reprofile=True, usable=True, measured=["instructions", "calls"])
+
+    def gate(init_after: float):
+        cand = profile([ins(HOT, 400.0), ins("init@demo.c", init_after)], metrics=("instructions",),
+                       tool="callgrind")
+        inputs = good_inputs(hotspot=hot, adapter=adapter, profile_diff=diff_profiles(base, cand, hotspot=HOT))
+        return gates_of(inputs)["no_collateral"]
+
+    assert gate(201.0).passed  # +0.5%
+    assert not gate(204.0).passed  # +2%
+
+
+def test_whole_process_slower_fails_no_collateral():
+    g = gates_of(good_inputs(wall_analysis=analysis(0.8)))["no_collateral"]
+    assert not g.passed and "whole-process time slower" in g.detail
+    assert gates_of(good_inputs(wall_analysis=analysis(1.0)))["no_collateral"].passed
+
+
+def test_peak_memory_up_fifty_percent_fails_no_collateral():
+    g = gates_of(good_inputs(peak_rss_kb_candidate=[15360.0, 15450.0, 15390.0]))["no_collateral"]
+    assert not g.passed and "peak RSS" in g.detail
+    assert "not recorded" in gates_of(good_inputs(peak_rss_kb_candidate=[]))["no_collateral"].detail
+
+
+# --- attribution --------------------------------------------------------------------------------
+
+
+def test_attribution_requires_metrics_measured_on_this_host():
+    unusable = AdapterFacts(name="perf", can_reprofile=True, usable=False, measured=["cpu_time_s", "samples"])
+    assert "not usable" in gates_of(good_inputs(adapter=unusable))["attribution"].detail
+    g = gates_of(good_inputs(claims=[Claim(metric="cycles", text="fewer stall cycles")]))["attribution"]
+    assert not g.passed and "cycles" in g.detail
+    narrow = AdapterFacts(name="perf", can_reprofile=True, usable=True, measured=["samples"])
+    assert "attribution" in failed(good_inputs(adapter=narrow))
+
+
+def test_simulated_metric_may_be_cited_only_labelled_simulated():
+    adapter = AdapterFacts(name="callgrind-cachesim", can_reprofile=True, usable=True,
+                           measured=["cpu_time_s", "samples", "d1_read_misses"], simulated=["d1_read_misses"])
+    unlabelled = Claim(metric="d1_read_misses", text="fewer L1 misses")
+    g = gates_of(good_inputs(adapter=adapter, claims=[unlabelled]))["attribution"]
+    assert not g.passed and "without labelling it simulated" in g.detail
+    labelled = replace(unlabelled, simulated=True)
+    g = gates_of(good_inputs(adapter=adapter, claims=[labelled]))["attribution"]
+    assert g.passed and "d1_read_misses (simulated)" in g.detail
+
+
+# --- reproducible -------------------------------------------------------------------------------
+
+
+def test_missing_host_fails_reproducible():
+    g = gates_of(good_inputs(repro=replace(good_inputs().repro, host=None)))["reproducible"]
+    assert not g.passed and g.detail == "not recorded: host"
+    g = gates_of(good_inputs(repro=Repro()))["reproducible"]
+    assert "command, build_sha256, host, tool_versions, source_sha256, run_id" in g.detail
+
+
+def test_each_cheat_fails_only_its_gate():
+    assert failed(good_inputs(run_side_effects=["created cache"])) == {"correctness"}
+    assert failed(good_inputs(binaries=replace(good_inputs().binaries, candidate_timed="x" * 64))) == {"significance"}
+    assert failed(good_inputs(peak_rss_kb_candidate=[99999.0])) == {"no_collateral"}
+    assert failed(good_inputs(repro=replace(good_inputs().repro, run_id=None))) == {"reproducible"}
