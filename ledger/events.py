@@ -215,6 +215,114 @@ class HotspotSelected(Payload, frozen=True):
     amdahl_ceiling: float | None
 
 
+class SourceTargetsEmitted(Payload, frozen=True):
+    """Bounded source ranges for the agent, the brief's numbers and where the files are (by hash)."""
+
+    TYPE = "SourceTargetsEmitted"
+    target: str
+    targets_sha256: str
+    slices: dict[str, str]
+    frontier: list[str]
+    mechanisms: list[dict[str, Any]]
+    editable: list[str]
+
+
+class BriefEmitted(Payload, frozen=True):
+    """The agent brief as emitted, with its measured token count (o200k_base)."""
+
+    TYPE = "BriefEmitted"
+    target: str
+    text: str
+    tokens: int
+    tokenizer: str
+    view_sha256: str
+    numbers: dict[str, Any]
+
+
+# --- candidates ---------------------------------------------------------------------------------
+
+
+class CandidatePrepared(Payload, frozen=True):
+    """A workspace copied from its parent for the agent to edit. `mechanism` is the agent's own
+    words: kept for audit, never used to invent mechanisms."""
+
+    TYPE = "CandidatePrepared"
+    id: str
+    parent: str
+    resolved_parent: str
+    mechanism: str
+    workspace: str
+    parent_source_sha256: str
+    parent_manifest_sha256: str
+    editable: list[str]
+    targets: list[str]
+
+
+class CandidateDiffRecorded(Payload, frozen=True):
+    """What the agent changed against the parent; refused edits make the candidate rejected."""
+
+    TYPE = "CandidateDiffRecorded"
+    id: str
+    attempt: int
+    patch_sha256: str
+    changed: list[str]
+    refused: list[str]
+    source_sha256: str
+
+
+class GateResult(msgspec.Struct, frozen=True):
+    name: str
+    passed: bool
+    detail: str
+    evidence: list[int] = []
+
+
+class CandidateEvaluated(Payload, frozen=True):
+    """The pieces of one evaluation, by the seq of the events holding them, and the paired analysis
+    (plain data from `pw.stats`, recomputable from the timing samples it cites)."""
+
+    TYPE = "CandidateEvaluated"
+    id: str
+    attempt: int
+    exploratory: bool
+    build_seq: int | None
+    oracle_seq: int | None
+    timing_seq: int | None
+    profile_sha256: str | None
+    profile_diff_sha256: str | None
+    analysis: dict[str, Any] | None
+
+
+class GatesEvaluated(Payload, frozen=True):
+    TYPE = "GatesEvaluated"
+    id: str
+    attempt: int
+    gates: list[GateResult]
+    inputs: dict[str, Any]
+
+
+class VerdictReached(Payload, frozen=True):
+    TYPE = "VerdictReached"
+    id: str
+    attempt: int
+    status: Literal["verified", "proposed", "rejected", "inconclusive"]
+    reasons: list[str]
+    speedup: float | None
+    interval: list[float] | None
+    exploratory: bool = False
+
+
+class WinnerConfirmed(Payload, frozen=True):
+    TYPE = "WinnerConfirmed"
+    id: str
+    fresh: bool
+    status: Literal["verified", "proposed", "rejected", "inconclusive"]
+    reasons: list[str]
+    speedup: float | None
+    interval: list[float] | None
+    timing_seq: int | None
+
+
 class StageCompleted(Payload, frozen=True):
     """Marks a resumable stage done for inputs with this hash; a resumed start skips it."""
 
@@ -252,16 +360,16 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         ProfileCaptured,
         ProfileNormalized,
         HotspotSelected,
+        SourceTargetsEmitted,
+        BriefEmitted,
+        CandidatePrepared,
+        CandidateDiffRecorded,
+        CandidateEvaluated,
+        GatesEvaluated,
+        VerdictReached,
+        WinnerConfirmed,
         StageCompleted,
         LedgerRepaired,
         Note,
     )
 }
-
-
-def register(cls: type[Payload]) -> type[Payload]:
-    """Add a payload type to the vocabulary (used by modules that extend it, e.g. candidates)."""
-    if cls.TYPE in EVENT_TYPES and EVENT_TYPES[cls.TYPE] is not cls:
-        raise ValueError(f"event type {cls.TYPE!r} registered twice")
-    EVENT_TYPES[cls.TYPE] = cls
-    return cls

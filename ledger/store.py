@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -20,11 +19,22 @@ from pathlib import Path
 
 import msgspec
 
-from ledger.codec import decode_envelope, decode_header, line_digest_ok, seal
+from ledger.codec import (
+    HASH_KEY,
+    HASH_SUFFIX_LEN,
+    decode_block,
+    decode_envelope,
+    decode_header,
+    decode_header_lines,
+    line_digest_ok,
+    seal,
+)
 from ledger.errors import ConcurrencyError, InputError, LedgerCorrupt, TornTail
 from ledger.events import EVENT_TYPES, GENESIS, Envelope, LedgerRepaired, Payload
 
 _CHUNK = 1 << 20
+# Replay reads and decodes blocks of whole lines of about this size.
+_BLOCK = 4 << 20
 
 
 def utc_now() -> str:
@@ -32,7 +42,11 @@ def utc_now() -> str:
 
 
 def new_event_id() -> str:
-    return uuid.uuid4().hex
+    """A random (version 4) UUID as 32 hex digits; `uuid.uuid4().hex` spelled without its slow path."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40
+    b[8] = (b[8] & 0x3F) | 0x80
+    return b.hex()
 
 
 class Head(msgspec.Struct, frozen=True):
@@ -91,8 +105,72 @@ def _iter_lines(f, start: int) -> Iterator[tuple[int, bytes, bool]]:
 def _scan(f, cursor: _Cursor, *, size: int) -> None:
     """Advance `cursor` over every complete batch after it; raise on a torn tail or corruption.
 
-    Only whole batches move the cursor, so a batch interrupted by a crash is never accepted.
+    Only whole batches move the cursor, so a batch interrupted by a crash is never accepted. The
+    fast path checks exactly what the careful path checks, block by block; at its first doubt it
+    stops at the last good batch and the careful path takes over from there to name the problem.
     """
+    if cursor.offset < size:
+        _scan_blocks(f, cursor, size=size)
+    if cursor.offset < size:
+        _scan_lines(f, cursor, size=size)
+
+
+def _scan_blocks(f, cursor: _Cursor, *, size: int) -> None:
+    """The fast path of `_scan`: headers of a block in one msgspec call, then hash and chain checks."""
+    seq, prev = cursor.seq, cursor.hash
+    expect_more, batch_keys = 0, []
+    offset = cursor.offset  # of the next line
+    sha256, types = hashlib.sha256, EVENT_TYPES
+    f.seek(offset)
+    carry = b""
+    remaining = size - offset
+    while remaining > 0:
+        chunk = f.read(min(_BLOCK, remaining))
+        if not chunk:
+            return
+        remaining -= len(chunk)
+        buf = carry + chunk if carry else chunk
+        cut = buf.rfind(b"\n") + 1
+        block, carry = buf[:cut], buf[cut:]
+        if not block:
+            continue
+        try:
+            headers = decode_header_lines(block)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return
+        lines = block.split(b"\n")
+        lines.pop()
+        if len(lines) != len(headers):
+            return  # a blank line or two values on one line: let the careful path say which
+        for line, header in zip(lines, headers):
+            n = len(line)
+            if (
+                n <= HASH_SUFFIX_LEN
+                or line[-HASH_SUFFIX_LEN:-66] != HASH_KEY
+                or line[-2:] != b'"}'
+                or sha256(line[:-HASH_SUFFIX_LEN] + b"}").hexdigest().encode() != line[-66:-2]
+                or header.seq != seq + 1
+                or header.prev != prev
+                or (expect_more and header.batch != expect_more - 1)
+            ):
+                return
+            cls = types.get(header.type)
+            if cls is None or header.v > cls.VERSION:
+                return
+            seq, prev = header.seq, header.hash
+            if header.key is not None:
+                batch_keys.append((header.key, offset, n))
+            offset += n + 1
+            expect_more = header.batch
+            if expect_more == 0:
+                for key, off, length in batch_keys:
+                    cursor.keys.setdefault(key, []).append((off, length))
+                cursor.offset, cursor.seq, cursor.hash = offset, seq, prev
+                batch_keys = []
+
+
+def _scan_lines(f, cursor: _Cursor, *, size: int) -> None:
+    """The careful path of `_scan`: line by line, naming the first problem and its offset."""
     seq, prev = cursor.seq, cursor.hash
     batch_start, batch_keys = cursor.offset, []
     expect_more = 0
@@ -100,13 +178,15 @@ def _scan(f, cursor: _Cursor, *, size: int) -> None:
         is_last = offset + len(line) + (1 if complete else 0) >= size
         if not complete:
             raise TornTail(f"ledger: incomplete last line at byte {offset}", seq=seq + 1, offset=batch_start)
-        problem = _check_line(line, seq + 1, prev)
+        problem, intact = _check_line(line, seq + 1, prev)
         if problem is None:
             header = decode_header(line)
             if expect_more and header.batch != expect_more - 1:
                 problem = f"batch broken: expected {expect_more - 1} more events, line says {header.batch}"
         if problem is not None:
-            if is_last:
+            # Only damage can be a torn append; a whole, hashed line that does not fit (a newer
+            # version, a broken chain) is corruption even at the end, and repair must not drop it.
+            if is_last and not intact:
                 raise TornTail(f"ledger: last event at byte {offset} {problem}", seq=seq + 1, offset=batch_start)
             raise LedgerCorrupt(f"ledger: event seq {seq + 1} at byte {offset} {problem}", seq=seq + 1, offset=offset)
         seq, prev = header.seq, header.hash
@@ -126,27 +206,28 @@ def _scan(f, cursor: _Cursor, *, size: int) -> None:
         )
 
 
-def _check_line(line: bytes, seq: int, prev: str) -> str | None:
-    """Why this line cannot be event `seq` after `prev`, or None when it can."""
+def _check_line(line: bytes, seq: int, prev: str) -> tuple[str | None, bool]:
+    """Why this line cannot be event `seq` after `prev` (None when it can), and whether the line
+    itself is intact (its hash matches and it decodes), i.e. cannot be the debris of a torn append."""
     if not line_digest_ok(line):
-        return "fails its hash (damaged or not a ledger line)"
+        return "fails its hash (damaged or not a ledger line)", False
     try:
         header = decode_header(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return "is not a valid event envelope"
+        return "is not a valid event envelope", False
     if header.seq != seq:
-        return f"has seq {header.seq}, expected {seq}"
+        return f"has seq {header.seq}, expected {seq}", True
     if header.prev != prev:
-        return "does not chain to the previous event (prev hash differs)"
+        return "does not chain to the previous event (prev hash differs)", True
     cls = EVENT_TYPES.get(header.type)
     if cls is None:
-        return f"has unknown event type {header.type!r}"
+        return f"has unknown event type {header.type!r}", True
     if header.v > cls.VERSION:
         return (
             f"is {header.type} v{header.v}, newer than this ProfileWeaver understands (v{cls.VERSION}); "
             "upgrade ProfileWeaver"
-        )
-    return None
+        ), True
+    return None, True
 
 
 class Ledger:
@@ -196,13 +277,22 @@ class Ledger:
         with self._open_shared() as f:
             self._refresh(f)
             end = self._cursor.offset
-            for offset, line, _ in _iter_lines(f, 0):
-                if offset >= end:
+            f.seek(0)
+            carry, pos = b"", 0
+            while pos < end:
+                chunk = f.read(min(_BLOCK, end - pos))
+                if not chunk:
                     break
-                env = decode_envelope(line)
-                if until is not None and env.seq > until:
-                    break
-                yield env
+                pos += len(chunk)
+                buf = carry + chunk if carry else chunk
+                cut = buf.rfind(b"\n") + 1
+                block, carry = buf[:cut], buf[cut:]
+                if not block:
+                    continue
+                for env in decode_block(block):
+                    if until is not None and env.seq > until:
+                        return
+                    yield env
 
     def events(self, *, until: int | None = None) -> list[Envelope]:
         return list(self.read(until=until))
@@ -220,6 +310,7 @@ class Ledger:
             return Verified(False, cursor.seq, Head(cursor.seq, cursor.hash), torn_offset=exc.offset, message=str(exc))
         except LedgerCorrupt as exc:
             return Verified(False, cursor.seq, Head(cursor.seq, cursor.hash), first_bad_seq=exc.seq, message=str(exc))
+        self._cursor = cursor  # a read right after a full verify need not hash the file again
         return Verified(True, cursor.seq, Head(cursor.seq, cursor.hash))
 
     def _refresh(self, f) -> None:
@@ -299,11 +390,17 @@ class Ledger:
                 prev=prev,
             )
             line = seal(env)
-            digest = line[-HASH_TAIL:-3].decode()
-            envelopes.append(msgspec.structs.replace(env, hash=digest))
             lines.append(line)
-            seq, prev = seq + 1, digest
-        return envelopes, b"".join(lines)
+            seq, prev = seq + 1, line[-HASH_TAIL:-3].decode()
+        blob = b"".join(lines)
+        # Read the batch back before writing it: an event that would not decode (a NaN encoded as
+        # null, a value outside its declared range, an unregistered type) must not poison the
+        # ledger for every later reader. What is returned is exactly what a reader will get.
+        try:
+            envelopes = decode_block(blob)
+        except LedgerCorrupt as exc:
+            raise InputError(f"{self.path}: event not appended, it would not read back ({exc})") from None
+        return envelopes, blob
 
     def _advance(self, envelopes: list[Envelope], blob: bytes, start: int, key: str | None) -> None:
         if key is not None:

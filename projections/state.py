@@ -22,6 +22,20 @@ class Head(msgspec.Struct, frozen=True):
     hash: str = ev.GENESIS
 
 
+class CandidateState(msgspec.Struct, frozen=True):
+    """Everything recorded about one candidate, latest attempt last."""
+
+    prepared: ev.CandidatePrepared
+    attempts: int = 0
+    failed_attempts: int = 0
+    diff: ev.CandidateDiffRecorded | None = None
+    evaluation: ev.CandidateEvaluated | None = None
+    gates: ev.GatesEvaluated | None = None
+    verdict: ev.VerdictReached | None = None
+    confirmation: ev.WinnerConfirmed | None = None
+    prepared_seq: int = 0
+
+
 class RunState(msgspec.Struct, frozen=True):
     head: Head = Head()
     run: ev.RunStarted | None = None
@@ -34,6 +48,9 @@ class RunState(msgspec.Struct, frozen=True):
     captures: dict[str, ev.ProfileCaptured] = {}
     profiles: dict[str, ev.ProfileNormalized] = {}
     hotspot: ev.HotspotSelected | None = None
+    source_targets: ev.SourceTargetsEmitted | None = None
+    brief: ev.BriefEmitted | None = None
+    candidates: dict[str, CandidateState] = {}
     stages: dict[str, str] = {}
     repairs: tuple[ev.LedgerRepaired, ...] = ()
     notes: tuple[str, ...] = ()
@@ -79,6 +96,26 @@ def evolve(state: RunState, env: Envelope) -> RunState:
             return replace(state, profiles=_with(state.profiles, f"{data.target}:{data.adapter}", data))
         case ev.HotspotSelected():
             return replace(state, hotspot=data)
+        case ev.SourceTargetsEmitted():
+            return replace(state, source_targets=data) if data.target == "baseline" else state
+        case ev.BriefEmitted():
+            return replace(state, brief=data) if data.target == "baseline" else state
+        case ev.CandidatePrepared():
+            cand = CandidateState(prepared=data, prepared_seq=env.seq)
+            return replace(state, candidates=_with(state.candidates, data.id, cand))
+        case ev.CandidateDiffRecorded():
+            return _candidate(state, data.id, diff=data)
+        case ev.CandidateEvaluated():
+            cand = state.candidates[data.id]
+            return _candidate(state, data.id, evaluation=data, attempts=cand.attempts + 1)
+        case ev.GatesEvaluated():
+            return _candidate(state, data.id, gates=data)
+        case ev.VerdictReached():
+            cand = state.candidates[data.id]
+            failed = cand.failed_attempts + (1 if data.status == "rejected" and _repairable(data) else 0)
+            return _candidate(state, data.id, verdict=data, failed_attempts=failed)
+        case ev.WinnerConfirmed():
+            return _candidate(state, data.id, confirmation=data)
         case ev.StageCompleted():
             return replace(state, stages=_with(state.stages, data.stage, data.inputs_sha256))
         case ev.LedgerRepaired():
@@ -91,6 +128,20 @@ def evolve(state: RunState, env: Envelope) -> RunState:
 
 
 _IGNORED: frozenset[str] = frozenset()
+
+# Verdict reasons that a repair (edit and evaluate again) can address and that spend a repair.
+REPAIRABLE_PREFIXES = ("build-failed", "oracle-failed", "crashed", "timeout", "launch-failed", "edit-refused")
+
+
+def _repairable(verdict: ev.VerdictReached) -> bool:
+    return any(r.startswith(REPAIRABLE_PREFIXES) for r in verdict.reasons)
+
+
+def _candidate(state: RunState, cid: str, **changes: Any) -> RunState:
+    cand = state.candidates.get(cid)
+    if cand is None:
+        raise ValueError(f"run state: event for unknown candidate {cid!r}")
+    return replace(state, candidates=_with(state.candidates, cid, replace(cand, **changes)))
 
 
 def fold(envelopes, state: RunState | None = None) -> RunState:

@@ -15,6 +15,10 @@ import sys
 # verb -> "module:function"; the module is imported only when the verb runs.
 VERBS: dict[str, str] = {
     "start": "pw.commands.start:start",
+    "prepare": "pw.commands.candidates:prepare",
+    "evaluate": "pw.commands.candidates:evaluate",
+    "confirm": "pw.commands.candidates:confirm",
+    "status": "pw.commands.candidates:status",
     "log": "pw.commands.inspection:log",
     "replay": "pw.commands.inspection:replay",
     "audit": "pw.commands.maintenance:audit",
@@ -49,6 +53,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default runs/)")
     p.add_argument("--no-profile", action="store_true", help="stop after the baseline timing")
     p.add_argument("--json", action="store_true", help="print a JSON object with at least run_dir")
+
+    p = sub.add_parser("prepare", help="make candidate workspaces for the agent to edit")
+    _run_arg(p)
+    p.add_argument("--candidate", action="append", required=True, metavar="ID:PARENT:MECHANISM",
+                   help="PARENT is baseline, current (best verified so far) or a candidate id; repeatable")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("evaluate", help="build, check, time and reprofile a candidate; apply the six gates")
+    _run_arg(p)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("confirm", help="confirm a candidate (reuses collected evidence unless --fresh)")
+    _run_arg(p)
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--fresh", action="store_true", help="run a new paired campaign and reprofile first")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("status", help="the candidate ledger at a glance")
+    _run_arg(p)
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("log", help="show the run's events as a table")
     _run_arg(p)

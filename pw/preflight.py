@@ -18,13 +18,10 @@ from pw import host
 
 
 def probe_profilers() -> list[ev.ProfilerProbe]:
-    try:
-        from adapters.registry import installed
-    except ImportError:  # TEMP: until adapters/registry.py lands
-        return []
+    from adapters.registry import installed_adapters
 
     probes = []
-    for adapter in installed():
+    for adapter in installed_adapters():
         u = adapter.probe()
         probes.append(
             ev.ProfilerProbe(

@@ -24,9 +24,16 @@ def tokenizer_version() -> str:
 @lru_cache(maxsize=1)
 def _encoding():
     # Imported lazily: loading the rank tables costs time that `pw --help` should not pay.
-    import bpe_openai
+    import warnings
 
-    return bpe_openai.get_encoding(TOKENIZER)
+    with warnings.catch_warnings():
+        # bpe-openai 0.1.x reads its packaged ranks with a deprecated importlib.resources call.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
+        encoding = bpe_openai.get_encoding(TOKENIZER)
+        encoding.encode_ordinary("load")  # the rank tables load on first use, inside this filter
+    return encoding
 
 
 def encode(text: str) -> list[int]:

@@ -19,6 +19,7 @@ from pw.source.model import (
     FunctionInfo,
     GlobalInfo,
     Loop,
+    Macro,
     Move,
     Param,
     TypeInfo,
@@ -88,16 +89,41 @@ def parse_tree(rel: str, data: bytes):
     return language, tree
 
 
-def parse_file(rel: str, data: bytes) -> tuple[FileIndex, object]:
-    """Index one file; also return the syntax tree for the access-pattern pass."""
+def parse_file(rel: str, data: bytes, macros: dict[str, Macro] | None = None) -> tuple[FileIndex, object]:
+    """Index one file; also return the syntax tree for the access-pattern pass.
+
+    `macros` are function-like macros visible from other files (headers); the file's own win.
+    """
     language, tree = parse_tree(rel, data)
+    own = collect_macros(rel, tree)
+    visible = {**(macros or {}), **{m.name: m for m in own}}
+    return index_tree(rel, language, tree, visible, own), tree
+
+
+def collect_macros(rel: str, tree) -> list[Macro]:
+    out = []
+    for node in walk(tree.root_node):
+        if node.type != "preproc_function_def":
+            continue
+        params = node.child_by_field_name("parameters")
+        value = node.child_by_field_name("value")
+        names = [text(p) for p in params.named_children] if params is not None else []
+        body = text(value).strip() if value is not None else ""
+        if body and all(n.isidentifier() for n in names) and "#" not in body:
+            out.append(Macro(name=text(node.child_by_field_name("name")), params=tuple(names), body=body, file=rel,
+                             line=first_line(node)))
+    return out
+
+
+def index_tree(rel: str, language: str, tree, macros: dict[str, Macro], own: list[Macro] = ()) -> FileIndex:
     functions: list[FunctionInfo] = []
     types: list[TypeInfo] = []
     globals_: list[GlobalInfo] = []
+    expander = Expander(macros, language)
     for node in walk(tree.root_node):
         kind = node.type
         if kind == "function_definition":
-            info = _function(node, rel)
+            info = _function(node, rel, expander)
             if info is not None:
                 functions.append(info)
         elif kind in TYPE_SPECIFIERS and node.child_by_field_name("body") is not None:
@@ -106,7 +132,7 @@ def parse_file(rel: str, data: bytes) -> tuple[FileIndex, object]:
             types.extend(_typedef_aliases(node, rel))
         elif kind == "declaration" and _at_file_scope(node):
             globals_.extend(_file_scope_variables(node, rel))
-        elif kind == "preproc_def":
+        elif kind in ("preproc_def", "preproc_function_def"):
             name = node.child_by_field_name("name")
             if name is not None:
                 value = node.child_by_field_name("value")
@@ -115,16 +141,72 @@ def parse_file(rel: str, data: bytes) -> tuple[FileIndex, object]:
                         name=text(name),
                         file=rel,
                         line_start=first_line(node),
-                        line_end=first_line(node),
+                        line_end=last_line(node),
                         type=text(value).strip() if value is not None else "",
                         kind="macro",
                     )
                 )
-    return (
-        FileIndex(file=rel, language=language, functions=tuple(functions), types=tuple(types),
-                  globals=tuple(globals_)),
-        tree,
-    )
+    return FileIndex(file=rel, language=language, functions=tuple(functions), types=tuple(types),
+                     globals=tuple(globals_), macros=tuple(own))
+
+
+class Expander:
+    """Expands calls of function-like macros into parsed expressions (one level, then nested calls).
+
+    Parameters are replaced by whole argument texts at identifier nodes of the parsed macro body, and
+    the result is parsed again: substitution follows the grammar, not the characters.
+    """
+
+    def __init__(self, macros: dict[str, Macro], language: str) -> None:
+        self.macros = macros
+        self.language = language
+        self._cache: dict[str, object] = {}
+
+    def expand(self, call, depth: int = 0):
+        """Expression node the macro call stands for, or None if the callee is not a known macro."""
+        if call is None or call.type != "call_expression" or depth > 3:
+            return None
+        function = call.child_by_field_name("function")
+        if function is None or function.type != "identifier":
+            return None
+        macro = self.macros.get(text(function))
+        arguments = call.child_by_field_name("arguments")
+        if macro is None or arguments is None:
+            return None
+        args = [text(a) for a in arguments.named_children if a.type != "comment"]
+        if len(args) != len(macro.params):
+            return None
+        key = f"{macro.name}({chr(0).join(args)})"
+        if key not in self._cache:
+            self._cache[key] = self._substitute(macro, args)
+        node = self._cache[key]
+        nested = strip(node)
+        if nested is not None and nested.type == "call_expression" and nested != call:
+            return self.expand(nested, depth + 1) or node
+        return node
+
+    def _substitute(self, macro: Macro, args: list[str]):
+        body = self._fragment(macro.body)
+        if body is None:
+            return None
+        source = body.text
+        edits = [(n.start_byte - body.start_byte, n.end_byte - body.start_byte, args[macro.params.index(text(n))])
+                 for n in walk(body) if n.type == "identifier" and text(n) in macro.params]
+        out, cursor = [], 0
+        for start, end, replacement in sorted(edits):
+            out.append(source[cursor:start].decode("utf-8", "replace"))
+            out.append(replacement if replacement.isidentifier() else f"({replacement})")
+            cursor = end
+        out.append(source[cursor:].decode("utf-8", "replace"))
+        return self._fragment("".join(out))
+
+    def _fragment(self, expression: str):
+        tree = _parser(self.language).parse(f"void __pw_macro(void) {{ {expression}; }}".encode())
+        body = next((n for n in walk(tree.root_node) if n.type == "compound_statement"), None)
+        statement = body.named_children[0] if body is not None and body.named_children else None
+        if statement is None or statement.type != "expression_statement" or statement.has_error:
+            return None
+        return statement.named_children[0] if statement.named_children else None
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -298,7 +380,7 @@ def _function_declarator(node):
     return declarator
 
 
-def _function(node, rel: str) -> FunctionInfo | None:
+def _function(node, rel: str, expander: "Expander") -> FunctionInfo | None:
     declarator = _function_declarator(node)
     if declarator is None:
         return None
@@ -318,7 +400,7 @@ def _function(node, rel: str) -> FunctionInfo | None:
     start_node = node.parent if node.parent is not None and node.parent.type == "template_declaration" else node
     params = _params(declarator.child_by_field_name("parameters"))
     body = node.child_by_field_name("body")
-    facts = _body_facts(body, {p.name for p in params}) if body is not None else _BodyFacts()
+    facts = _body_facts(body, expander) if body is not None else _BodyFacts()
     return FunctionInfo(
         name=name,
         qualname=qualname,
@@ -505,7 +587,7 @@ def callee_name(call) -> tuple[str, str]:
     return "", receiver
 
 
-def _body_facts(body, params: set[str]) -> _BodyFacts:
+def _body_facts(body, expander: "Expander") -> _BodyFacts:
     facts = _BodyFacts()
     for node in walk(body):
         kind = node.type
@@ -523,22 +605,35 @@ def _body_facts(body, params: set[str]) -> _BodyFacts:
                     facts.local_types[name] = base
                 if declarator.type == "init_declarator":
                     value = strip(declarator.child_by_field_name("value"))
-                    _note_assignment(facts, name, value, first_line(node))
+                    if value is not None and value.type == "identifier":
+                        facts.moves.append(Move(mover="=", dst=name, src=text(value), line=first_line(node)))
+                    else:
+                        _note_assignment(facts, name, value, first_line(node))
         elif kind == "for_range_loop":
             name, _ = declarator_name(node.child_by_field_name("declarator"))
             if name:
                 facts.locals.add(name)
         elif kind == "assignment_expression":
-            name = root_name(node.child_by_field_name("left"))
-            if name:
+            left = node.child_by_field_name("left")
+            name = root_name(expander.expand(strip(left)) or left)
+            right = strip(node.child_by_field_name("right"))
+            if name and strip(left).type == "identifier" and right is not None and right.type == "identifier" \
+                    and operator(node) == "=":
+                # `a = b` copies a pointer (or a value): a move of b, not new data
+                facts.moves.append(Move(mover="=", dst=name, src=text(right), line=first_line(node)))
+            elif name:
                 facts.writes.append(Write(name=name, line=first_line(node)))
-                _note_assignment(facts, name, strip(node.child_by_field_name("right")), first_line(node))
+                _note_assignment(facts, name, right, first_line(node))
         elif kind == "update_expression":
-            name = root_name(node.child_by_field_name("argument"))
+            argument = node.child_by_field_name("argument")
+            name = root_name(expander.expand(strip(argument)) or argument)
             if name:
                 facts.writes.append(Write(name=name, line=first_line(node)))
         elif kind == "call_expression":
             _note_call(facts, node)
+            expanded = expander.expand(node)
+            if expanded is not None:
+                facts.reads.update(text(n) for n in walk(expanded) if n.type == "identifier")
         elif kind == "identifier":
             parent = node.parent
             if parent is not None and parent.type == "call_expression" and parent.child_by_field_name(
@@ -574,16 +669,16 @@ def _note_call(facts: _BodyFacts, node) -> None:
         src = args[src_i] if src_i < len(args) else None
         facts.moves.append(Move(mover=callee, dst=dst, src=src, line=line))
         if dst:
-            facts.writes.append(Write(name=dst, line=line))
+            facts.writes.append(Write(name=dst, line=line, via=callee))
     elif callee in OUT_ALLOCATORS and args and args[0]:
         facts.assigns.append(AssignFromCall(name=args[0], callee=callee, line=line))
     elif callee in FILLERS and args and args[0]:
-        facts.writes.append(Write(name=args[0], line=line))
+        facts.writes.append(Write(name=args[0], line=line, via=callee))
     elif receiver and callee in MUTATING_METHODS:
         function = node.child_by_field_name("function")
         name = root_name(function.child_by_field_name("argument")) if function is not None else None
         if name:
-            facts.writes.append(Write(name=name, line=line))
+            facts.writes.append(Write(name=name, line=line, via=callee))
 
 
 def find_function_node(tree, line_start: int, name: str):

@@ -42,6 +42,7 @@ class Loop(msgspec.Struct, frozen=True):
 class Write(msgspec.Struct, frozen=True):
     name: str  # root variable written (element, field or whole), "self.attr" for Python attributes
     line: int
+    via: str = ""  # a call that writes it (memset, memcpy, push_back, append ...), "" for an assignment
 
 
 class AssignFromCall(msgspec.Struct, frozen=True):
@@ -51,7 +52,7 @@ class AssignFromCall(msgspec.Struct, frozen=True):
 
 
 class Move(msgspec.Struct, frozen=True):
-    mover: str  # memcpy, cudaMemcpy, std::copy ...
+    mover: str  # memcpy, cudaMemcpy, std::copy ..., or "=" for a plain pointer/reference copy `a = b`
     dst: str | None
     src: str | None
     line: int
@@ -86,6 +87,16 @@ class TypeInfo(msgspec.Struct, frozen=True, kw_only=True):
     alias_of: str | None = None  # typedef without a body: the name it stands for
 
 
+class Macro(msgspec.Struct, frozen=True, kw_only=True):
+    """A function-like C preprocessor macro, kept so that `AT(g, i, j)` can be seen as `g[i * NY + j]`."""
+
+    name: str
+    params: tuple[str, ...]
+    body: str
+    file: str
+    line: int
+
+
 class GlobalInfo(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     file: str
@@ -101,6 +112,7 @@ class FileIndex(msgspec.Struct, frozen=True, kw_only=True):
     functions: tuple[FunctionInfo, ...] = ()
     types: tuple[TypeInfo, ...] = ()
     globals: tuple[GlobalInfo, ...] = ()
+    macros: tuple[Macro, ...] = ()
 
 
 # -------------------------------------------------------------------------------------------- result
@@ -115,6 +127,9 @@ class AccessFact(msgspec.Struct, frozen=True, kw_only=True):
     detail: str
     loop_depth: int
     symbol: str = ""  # the array, field base or container the fact is about
+    tags: tuple[str, ...] = ()  # qualifiers: memory, scalar, macro, pointer-chase, type-unknown ...
+    fields_touched: int = 0  # aos-field only: fields the loop nest uses ...
+    fields_declared: int = 0  # ... of the fields the struct declares (0 when not in the tree)
 
 
 class Target(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,14 +25,19 @@ FieldsOf = Callable[[str], tuple[str, tuple[str, ...]] | None]  # type name -> (
 
 
 def _sorted(facts: list[AccessFact]) -> list[AccessFact]:
-    unique = {(f.line, f.kind, f.symbol, f.detail): f for f in facts}
+    """One fact per (line, kind, symbol), the first in source order, sorted by line."""
+    unique: dict[tuple[int, str, str], AccessFact] = {}
+    for fact in facts:
+        unique.setdefault((fact.line, fact.kind, fact.symbol), fact)
     return [unique[key] for key in sorted(unique)]
 
 
 # ============================================================================================ C family
 
 
-def c_facts(function_node, fn: FunctionInfo, fields_of: FieldsOf | None = None) -> list[AccessFact]:
+def c_facts(function_node, fn: FunctionInfo, fields_of: FieldsOf | None = None,
+            expander: cf.Expander | None = None) -> list[AccessFact]:
+    """Facts inside the loops of one C/C++/CUDA function; `expander` sees through function-like macros."""
     body = function_node.child_by_field_name("body")
     if body is None:
         return []
@@ -41,20 +46,19 @@ def c_facts(function_node, fn: FunctionInfo, fields_of: FieldsOf | None = None) 
     facts: list[AccessFact] = []
     aos: dict[str, list[tuple[int, str, int]]] = {}  # array -> [(line, field, depth)]
 
-    def add(kind: str, node, detail: str, depth: int, symbol: str) -> None:
-        facts.append(AccessFact(kind=kind, file=fn.file, line=cf.first_line(node), detail=detail,
-                                loop_depth=depth, symbol=symbol))
-
-    for node in cf.walk(body):
+    def handle(node, loops, line: int | None = None, via: str = "") -> None:
         kind = node.type
-        if kind not in ("subscript_expression", "field_expression", "assignment_expression"):
-            continue
-        loops = _enclosing_loops(node, body)
-        if not loops:
-            continue
         depth = len(loops)
         var = cf.loop_var(loops[0])
         loop_vars = {v for v in (cf.loop_var(loop) for loop in loops) if v}
+
+        def add(kind: str, at, detail: str, depth: int, symbol: str, tags: tuple[str, ...] = ()) -> None:
+            if via:  # name the macro call the reader sees, not its expansion
+                detail = f"{via} (macro expansion): {detail.split(': ', 1)[-1]}"
+                tags = (*tags, "macro")
+            facts.append(AccessFact(kind=kind, file=fn.file, line=line or cf.first_line(at), detail=detail,
+                                    loop_depth=depth, symbol=symbol, tags=tags))
+
         if kind == "subscript_expression" and not _is_chain_inner(node):
             _subscript_facts(node, var, depth, add)
         elif kind == "field_expression":
@@ -64,24 +68,41 @@ def c_facts(function_node, fn: FunctionInfo, fields_of: FieldsOf | None = None) 
             if argument is not None and argument.type == "subscript_expression":
                 indices = cf.subscript_indices(argument)
                 if not any(_names(i) & loop_vars for i in indices):
-                    continue
+                    return
                 base = cf.text(argument.child_by_field_name("argument"))
                 if arrow:
                     add("indirect", node, f"{cf.text(node)}: element is a pointer, dereferenced per iteration",
-                        depth, base)
+                        depth, base, ("pointer-element",))
                 else:
-                    aos.setdefault(base, []).append((cf.first_line(node), field, depth))
+                    aos.setdefault(base, []).append((line or cf.first_line(node), field, depth))
             elif arrow and argument is not None and argument.type == "binary_expression" and (
                 _names(argument) & loop_vars
             ):
                 base = cf.root_name(argument) or cf.text(argument)
-                aos.setdefault(base, []).append((cf.first_line(node), field, depth))
-        elif kind == "assignment_expression":
+                aos.setdefault(base, []).append((line or cf.first_line(node), field, depth))
+        elif kind == "assignment_expression" and not via:
             _assignment_facts(node, loops, var, depth, add)
 
+    for node in cf.walk(body):
+        if node.type not in ("subscript_expression", "field_expression", "assignment_expression",
+                             "call_expression"):
+            continue
+        loops = _enclosing_loops(node, body)
+        if not loops:
+            continue
+        if node.type == "call_expression":
+            expanded = expander.expand(node) if expander is not None else None
+            if expanded is not None:
+                for sub in cf.walk(expanded):
+                    handle(sub, loops, cf.first_line(node), cf.text(node))
+            continue
+        handle(node, loops)
+
     for base, uses in aos.items():
-        touched = list(dict.fromkeys(field for _, field, _ in uses))
         resolved = fields_of(var_types[base]) if fields_of and base in var_types else None
+        order = {name: i for i, name in enumerate(resolved[1])} if resolved is not None else {}
+        uses = sorted(uses, key=lambda u: (u[0], order.get(u[1], len(order)), u[1]))
+        touched = sorted(dict.fromkeys(field for _, field, _ in uses), key=lambda f: (order.get(f, len(order)), f))
         if resolved is not None and len(touched) >= len(resolved[1]):
             continue  # every declared field is used: the layout is not wasting bandwidth
         for line in sorted({line for line, _, _ in uses}):
@@ -94,6 +115,7 @@ def c_facts(function_node, fn: FunctionInfo, fields_of: FieldsOf | None = None) 
             facts.append(AccessFact(
                 kind="aos-field", file=fn.file, line=line, loop_depth=depth, symbol=base,
                 detail=f"{base}[].{{{','.join(on_line)}}}: loop nest touches {declared}: {','.join(touched)}",
+                fields_touched=len(touched), fields_declared=len(resolved[1]) if resolved is not None else 0,
             ))
     return _sorted(facts)
 
@@ -128,29 +150,30 @@ def _chain(node) -> tuple[list, object]:
 
 def _subscript_facts(node, var: str | None, depth: int, add) -> None:
     indices, base = _chain(node)
-    symbol = cf.text(base)
+    symbol = cf.text(cf.strip(base) or base)
     expression = cf.text(node)
     for index in indices:
         inner = next((n for n in cf.walk(index) if n.type == "subscript_expression"), None)
         if inner is not None:
             add("indirect", node, f"{expression}: index loaded from {cf.text(inner)} before the element", depth,
-                symbol)
+                symbol, ("index-array",))
             return
     if var is None or not indices:
         return
     for position, index in enumerate(indices[:-1]):
         if var in _names(index):
             add("strided", node, f"{expression}: innermost loop variable {var} indexes dimension {position} of "
-                f"{len(indices)} (consecutive iterations are a row apart)", depth, symbol)
+                f"{len(indices)} (consecutive iterations are a row apart)", depth, symbol, ("dimension",))
             return
     scale = _scale(indices[-1], var)
     if scale is None:
         return
     if scale[0] == "sym":
         add("strided", node, f"{expression}: innermost loop variable {var} is scaled by {scale[1]} "
-            f"(stride {scale[1]} elements)", depth, symbol)
+            f"(stride {scale[1]} elements)", depth, symbol, ("symbolic-stride",))
     elif scale[0] == "const" and abs(int(scale[1])) >= MIN_CONSTANT_STRIDE:
-        add("strided", node, f"{expression}: constant stride {scale[1]} elements in {var}", depth, symbol)
+        add("strided", node, f"{expression}: constant stride {scale[1]} elements in {var}", depth, symbol,
+            ("constant-stride",))
 
 
 def _scale(node, var: str):
@@ -205,7 +228,7 @@ def _assignment_facts(node, loops, var: str | None, depth: int, add) -> None:
             and value.type == "field_expression" and cf.operator(value) == "->"
             and cf.root_name(value.child_by_field_name("argument")) == cf.text(left)):
         add("indirect", node, f"{cf.text(node)}: pointer chase, each load waits for the previous one", depth,
-            cf.text(left))
+            cf.text(left), ("pointer-chase",))
         return
     innermost = loops[0]
     if any(n.type in cf.LOOP_TYPES for n in cf.walk(innermost) if n != innermost):
@@ -223,13 +246,13 @@ def _assignment_facts(node, loops, var: str | None, depth: int, add) -> None:
         if name == var or name in declared_inside:
             return
         add("reduction-dependency", node, f"{cf.text(node)}: scalar {name} carried across iterations of "
-            f"{var or 'the loop'}", depth, name)
+            f"{var or 'the loop'}", depth, name, ("scalar",))
     elif left.type == "subscript_expression" and var is not None:
         indices, base = _chain(left)
         if any(var in _names(i) for i in indices) or var in _names(base):
             return
         add("reduction-dependency", node, f"{cf.text(node)}: {cf.text(left)} accumulated in memory across "
-            f"iterations of {var}", depth, cf.text(base))
+            f"iterations of {var}", depth, cf.text(base), ("memory",))
 
 
 # ============================================================================================== Python
@@ -347,9 +370,9 @@ def python_facts(function, module: ast.Module, fn: FunctionInfo) -> list[AccessF
     stores: dict[int, set[str]] = {}  # loop id -> names bound inside it
     loop_info: dict[int, tuple[ast.AST, int, str | None]] = {}
 
-    def add(kind: str, line: int, detail: str, depth: int, symbol: str) -> None:
+    def add(kind: str, line: int, detail: str, depth: int, symbol: str, tags: tuple[str, ...] = ()) -> None:
         facts.append(AccessFact(kind=kind, file=fn.file, line=line, detail=detail, loop_depth=depth,
-                                symbol=symbol))
+                                symbol=symbol, tags=tags))
 
     def check(node, stack) -> None:
         depth = len(stack)
@@ -361,7 +384,7 @@ def python_facts(function, module: ast.Module, fn: FunctionInfo) -> list[AccessF
                         text = ast.unparse(right)
                         how = "a list" if container == "list" else "a container whose type is not inferred"
                         add("linear-membership", node.lineno, f"`{ast.unparse(node)}`: {text} is {how}; each "
-                            "test scans it", depth, text)
+                            "test scans it", depth, text, ("list",) if container == "list" else ("type-unknown",))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
             "index", "count", "remove"
         ):
@@ -369,7 +392,7 @@ def python_facts(function, module: ast.Module, fn: FunctionInfo) -> list[AccessF
             if container is not None and (node.func.attr != "remove" or container == "list"):
                 text = ast.unparse(node.func.value)
                 add("linear-membership", node.lineno, f"`{text}.{node.func.attr}(...)` scans {text} linearly",
-                    depth, text)
+                    depth, text, ("list",) if container == "list" else ("type-unknown",))
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             name = _dotted(node)
             if name:

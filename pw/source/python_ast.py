@@ -220,7 +220,7 @@ def _function(node, rel: str, prefix: str, owner: str | None) -> FunctionInfo:
                 if callee in MUTATING_METHODS and isinstance(sub.func, ast.Attribute):
                     target = root_name(sub.func.value)
                     if target:
-                        writes.append(Write(name=target, line=sub.lineno))
+                        writes.append(Write(name=target, line=sub.lineno, via=callee))
         elif isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
             for target in targets:

@@ -1,0 +1,208 @@
+"""Profiler routing: pick the cheapest adapter that can run here and answer the question (pure).
+
+``route`` filters adapters by preconditions (probed usable, applies to the program's language, serves
+the phase), then by insight (provides every needed granularity and metric), then sorts by cost
+(``overhead_factor * runtime + setup + rebuild``) and records why every other adapter lost.
+Discovery ("where does time go?") and diagnosis ("why is this operation slow?") are routed by
+separate calls and give separate decisions.
+
+``escalate`` climbs the ``LADDER`` one rung, and only when the current rung's profile cannot answer
+(e.g. sampling put too few samples on each line of the hot function to rank its lines). A GPU rung is
+reached only on evidence in the profile (the CPU hotspot is CUDA runtime/driver code), never merely
+because the program uses CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from adapters.base import PHASES, AdapterSpec, Usability
+from ledger.metrics import KNOWN_METRICS
+from ledger.profile import GRANULARITIES, Profile
+
+
+class Rung(msgspec.Struct, frozen=True):
+    """One step of the coarse-to-fine ladder: what it needs from an adapter and what it answers."""
+
+    name: str
+    needs: list[str]
+    question: str
+    targets: list[str] = []  # empty: any language
+
+
+LADDER: tuple[Rung, ...] = (
+    Rung("process-time", ["process"], "How long does the whole program take?"),
+    Rung("function-sampling", ["function", "cpu_time_s"], "Which functions take the CPU time?"),
+    Rung("line-exact", ["line", "instructions"], "Which source lines execute the work, exactly?"),
+    Rung("counters", ["line", "ll_misses"], "Is the hot line bound by the memory hierarchy?"),
+    Rung("gpu-kernel", ["kernel", "gpu_time_ns"], "Which GPU kernels take the device time?", ["cuda"]),
+    Rung("gpu-timeline", ["timeline", "gpu_time_ns"],
+         "Where do host and device wait on each other?", ["cuda"]),
+)
+RUNGS: dict[str, Rung] = {r.name: r for r in LADDER}
+
+# Escalation thresholds (defaults; callers may pass their own).
+MAX_SPAN_LINES = 40        # a hot function wider than this needs line-level attribution
+MIN_SAMPLES_PER_LINE = 25  # fewer samples per line of the observed span: line shares are noise (±20%)
+
+_GPU_MODULE = re.compile(r"^lib(cuda|cudart|nvidia|nvrtc|cublas|cudnn|nccl)", re.IGNORECASE)
+_GPU_NAME = re.compile(r"^(cuda|cu)[A-Z]\w*|^cudaDeviceSynchronize$")
+
+
+class Rejected(msgspec.Struct, frozen=True):
+    adapter: str
+    reason: str
+
+
+class RoutingDecision(msgspec.Struct, frozen=True, kw_only=True):
+    phase: str
+    rung: str
+    needs: list[str]
+    language: str
+    runtime_s: float
+    chosen: str | None
+    reason: str
+    estimated_cost_s: float | None = None
+    rejected: list[Rejected] = []
+
+
+class Escalation(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether to climb: ``to_rung`` None means the current rung answered (``reason`` says how)."""
+
+    phase: str
+    from_rung: str
+    to_rung: str | None
+    needs: list[str]
+    hotspot: str
+    reason: str
+
+
+def rung_for(needs: Iterable[str]) -> Rung:
+    """The finest rung whose needs are all in ``needs`` (else matched on granularity alone)."""
+    have = set(needs)
+    full = [r for r in LADDER if set(r.needs) <= have]
+    if full:
+        return full[-1]
+    gran = [r for r in LADDER if {n for n in r.needs if n in GRANULARITIES} <= have]
+    return gran[-1] if gran else LADDER[0]
+
+
+def _check_needs(needs: Iterable[str]) -> list[str]:
+    out = sorted(set(needs))
+    bad = [n for n in out if n not in GRANULARITIES and n not in KNOWN_METRICS]
+    if bad:
+        raise ValueError(f"unknown needs {bad}; expected granularities {list(GRANULARITIES)} "
+                         f"or metric ids {sorted(KNOWN_METRICS)}")
+    return out
+
+
+def _insight_gaps(spec: AdapterSpec, needs: list[str]) -> list[str]:
+    gaps = [f"no {n} granularity" for n in needs if n in GRANULARITIES and n not in spec.granularity]
+    gaps += [f"does not measure {n}" for n in needs if n not in GRANULARITIES and n not in spec.measures]
+    return gaps
+
+
+def route(phase: str, needs: Iterable[str], runtime_s: float, specs: Iterable[AdapterSpec],
+          usability: Mapping[str, Usability], language: str, *, build_s: float = 0.0,
+          rung: str | None = None) -> RoutingDecision:
+    """Choose the cheapest adapter that is usable here, applies to ``language``, serves ``phase``
+    and provides every item of ``needs`` (granularities and metric ids)."""
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r}; expected one of {list(PHASES)}")
+    need_list = _check_needs(needs)
+    rung_name = rung or rung_for(need_list).name
+    rejected: list[Rejected] = []
+    fits: list[tuple[float, str]] = []
+    for spec in sorted(specs, key=lambda s: s.name):
+        u = usability.get(spec.name)
+        if u is None:
+            rejected.append(Rejected(spec.name, "unusable: not probed on this host"))
+        elif not u.usable:
+            rejected.append(Rejected(spec.name, f"unusable: {u.reason}"))
+        elif language not in spec.targets:
+            rejected.append(Rejected(spec.name, f"target: {language} not in {spec.targets}"))
+        elif phase not in spec.phases:
+            rejected.append(Rejected(spec.name, f"phase: does not serve {phase}"))
+        elif gaps := _insight_gaps(spec, need_list):
+            rejected.append(Rejected(spec.name, "insight: " + "; ".join(gaps)))
+        else:
+            fits.append((round(spec.cost_s(runtime_s, build_s), 3), spec.name))
+    base = {"phase": phase, "rung": rung_name, "needs": need_list, "language": language,
+            "runtime_s": runtime_s}
+    if not fits:
+        return RoutingDecision(**base, chosen=None, rejected=rejected,
+                               reason=f"no usable adapter provides {need_list} for {language} ({phase})")
+    fits.sort()
+    best_cost, best = fits[0]
+    rejected += [Rejected(name, f"cost: {cost:.1f} s > {best} {best_cost:.1f} s") for cost, name in fits[1:]]
+    reason = (f"cheapest usable adapter providing {need_list}: est. {best_cost:.1f} s "
+              f"for a {runtime_s:g} s run")
+    return RoutingDecision(**base, chosen=best, reason=reason, estimated_cost_s=best_cost,
+                           rejected=rejected)
+
+
+def _climb(decision: RoutingDecision, to: str, hotspot: str, reason: str) -> Escalation:
+    return Escalation(phase=decision.phase, from_rung=decision.rung, to_rung=to,
+                      needs=list(RUNGS[to].needs), hotspot=hotspot, reason=reason)
+
+
+def _stay(decision: RoutingDecision, hotspot: str, reason: str) -> Escalation:
+    return Escalation(phase=decision.phase, from_rung=decision.rung, to_rung=None, needs=[],
+                      hotspot=hotspot, reason=reason)
+
+
+def escalate(decision: RoutingDecision, profile: Profile, hotspot: str, *,
+             max_span_lines: int = MAX_SPAN_LINES,
+             min_samples_per_line: float = MIN_SAMPLES_PER_LINE) -> Escalation:
+    """The next rung's needs when the current rung's ``profile`` cannot answer about ``hotspot``
+    (an operation id in ``profile``); otherwise ``to_rung=None`` with the reason it answered."""
+    op = profile.operation(hotspot)
+    if op is None:
+        raise ValueError(f"hotspot {hotspot!r} is not an operation of the {profile.tool} profile")
+    rung = decision.rung
+    if rung not in ("gpu-kernel", "gpu-timeline") and (_GPU_MODULE.match(op.module) or
+                                                       _GPU_NAME.match(op.name)):
+        return _climb(decision, "gpu-kernel", hotspot,
+                      f"hotspot {hotspot} is CUDA runtime/driver code: the host waits on the GPU, "
+                      "so the time is in device work a CPU profiler cannot see")
+    if rung == "process-time":
+        return _climb(decision, "function-sampling", hotspot,
+                      "whole-process time cannot say which code takes the time")
+    if rung == "function-sampling":
+        return _escalate_sampling(decision, profile, op, max_span_lines, min_samples_per_line)
+    if rung == "line-exact":
+        cache = [m for m in ("ll_misses", "d1_read_misses") if m in profile.metrics]
+        if decision.phase == "diagnosis" and not cache:
+            top = max(profile.lines_of(hotspot), default=None,
+                      key=lambda lc: lc.self_metrics.get(profile.primary_metric, 0.0))
+            where = f"line {top.file}:{top.line}" if top else hotspot
+            return _climb(decision, "counters", hotspot,
+                          f"instruction counts locate {where} but cannot tell whether it is "
+                          "memory-bound: need cache-miss counters (hardware or simulated)")
+        return _stay(decision, hotspot, f"exact per-line {profile.primary_metric} locate the cost "
+                                        f"inside {hotspot}")
+    return _stay(decision, hotspot, f"rung {rung} is the finest applicable for {hotspot}")
+
+
+def _escalate_sampling(decision: RoutingDecision, profile: Profile, op, max_span: int,
+                       min_per_line: float) -> Escalation:
+    lines = profile.lines_of(op.id)
+    if not lines or op.line_start is None or op.line_end is None:
+        return _climb(decision, "line-exact", op.id,
+                      f"sampling gave no source-line attribution for {op.id}")
+    span = op.line_end - op.line_start + 1
+    samples = op.self_metrics.get("samples", 0.0)
+    per_line = samples / span
+    if span > max_span:
+        return _climb(decision, "line-exact", op.id,
+                      f"hot {op.id} spans {span} lines (> {max_span}): sampling cannot rank them; "
+                      "need exact per-line counts")
+    if per_line < min_per_line:
+        return _climb(decision, "line-exact", op.id,
+                      f"{samples:g} samples over {span} lines of {op.id} = {per_line:.1f}/line "
+                      f"(< {min_per_line:g}): line shares are sampling noise; need exact per-line counts")
+    return _stay(decision, op.id, f"{samples:g} samples over {span} lines of {op.id} = "
+                                  f"{per_line:.1f}/line (>= {min_per_line:g}) rank its lines")

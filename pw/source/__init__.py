@@ -1,0 +1,6 @@
+"""Source locator: bounded, addressable source targets for a measured hotspot (DESIGN §12)."""
+
+from pw.source.locator import locate
+from pw.source.model import AccessFact, FrontierEntry, SourceTargets, Target
+
+__all__ = ["locate", "AccessFact", "FrontierEntry", "SourceTargets", "Target"]
