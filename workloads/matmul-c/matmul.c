@@ -11,6 +11,18 @@
 
 #define ROW_KEY_ROUNDS 20
 
+void matmul(int n, const double *A, const double *B, double *C)
+{
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            double sum = 0.0;
+            for (int k = 0; k < n; k++)
+                sum += A[(long)i * n + k] * B[(long)k * n + j];
+            C[(long)i * n + j] = sum;
+        }
+    }
+}
+
 static uint64_t mix64(uint64_t z)
 {
     z += 0x9E3779B97F4A7C15ull;
@@ -36,18 +48,6 @@ void fill_matrix(double *M, int n, unsigned seed, int which)
             uint64_t h = mix64(key ^ (uint64_t)j);
             /* 53 random bits -> [0, 1) -> [-1, 1) */
             M[(long)i * n + j] = (double)(h >> 11) * 0x1.0p-52 - 1.0;
-        }
-    }
-}
-
-void matmul(int n, const double *A, const double *B, double *C)
-{
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < n; j++) {
-            double sum = 0.0;
-            for (int k = 0; k < n; k++)
-                sum += A[(long)i * n + k] * B[(long)k * n + j];
-            C[(long)i * n + j] = sum;
         }
     }
 }
