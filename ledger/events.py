@@ -220,7 +220,7 @@ class SourceTargetsEmitted(Payload, frozen=True):
 
     TYPE = "SourceTargetsEmitted"
     target: str
-    targets_sha256: str
+    document: dict[str, Any]
     slices: dict[str, str]
     frontier: list[str]
     mechanisms: list[dict[str, Any]]
@@ -235,8 +235,9 @@ class BriefEmitted(Payload, frozen=True):
     text: str
     tokens: int
     tokenizer: str
-    view_sha256: str
     numbers: dict[str, Any]
+    view: dict[str, Any]
+    costs: dict[str, int]
 
 
 # --- candidates ---------------------------------------------------------------------------------

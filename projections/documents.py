@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -118,18 +119,99 @@ def preflight(state: RunState) -> PreflightDoc | None:
     )
 
 
+class RoutingDoc(msgspec.Struct, frozen=True):
+    """profiler-routing.json: each phase's choice and why the others were not chosen."""
+
+    ledger_head: Head
+    phases: dict[str, ev.RoutingDecided]
+
+
+class SourceTargetsDoc(msgspec.Struct, frozen=True):
+    ledger_head: Head
+    targets: dict[str, Any]
+    frontier: list[str]
+    editable: list[str]
+
+
+class BriefDoc(msgspec.Struct, frozen=True):
+    """agent-brief.json: the numbers behind every line of agent-brief.txt."""
+
+    ledger_head: Head
+    tokens: int
+    tokenizer: str
+    budget: int
+    numbers: dict[str, Any]
+
+
+class ViewDoc(msgspec.Struct, frozen=True):
+    """agent-view.json: expanded diagnostics, read one bounded section at a time via `pw inspect`."""
+
+    ledger_head: Head
+    sections: dict[str, Any]
+
+
+class CostDoc(msgspec.Struct, frozen=True):
+    ledger_head: Head
+    tokenizer: str
+    tokens: dict[str, int]
+
+
+BRIEF_BUDGET = 320
+
+
+def profiler_routing(state: RunState) -> RoutingDoc | None:
+    if not state.routing:
+        return None
+    return RoutingDoc(ledger_head=state.head, phases=dict(sorted(state.routing.items())))
+
+
+def source_targets(state: RunState) -> SourceTargetsDoc | None:
+    st = state.source_targets
+    if st is None:
+        return None
+    return SourceTargetsDoc(ledger_head=state.head, targets=st.document, frontier=st.frontier, editable=st.editable)
+
+
+def agent_brief_json(state: RunState) -> BriefDoc | None:
+    b = state.brief
+    if b is None:
+        return None
+    return BriefDoc(ledger_head=state.head, tokens=b.tokens, tokenizer=b.tokenizer, budget=BRIEF_BUDGET,
+                    numbers=b.numbers)
+
+
+def agent_view(state: RunState) -> ViewDoc | None:
+    b = state.brief
+    return None if b is None else ViewDoc(ledger_head=state.head, sections=b.view)
+
+
+def cost(state: RunState) -> CostDoc | None:
+    b = state.brief
+    return None if b is None else CostDoc(ledger_head=state.head, tokenizer=b.tokenizer, tokens=b.costs)
+
+
 Renderer = Callable[[RunState], msgspec.Struct | None]
 
 # File name -> renderer. Order is the order `pw rebuild` writes and `pw audit` compares.
 DOCUMENTS: dict[str, Renderer] = {
     "experiment-plan.json": experiment_plan,
     "preflight.json": preflight,
+    "profiler-routing.json": profiler_routing,
+    "source-targets.json": source_targets,
+    "agent-brief.json": agent_brief_json,
+    "agent-view.json": agent_view,
+    "cost.json": cost,
 }
 
 # File name -> document type, for `pw validate` and the schema generator.
 DOCUMENT_TYPES: dict[str, type[msgspec.Struct]] = {
     "experiment-plan.json": ExperimentPlan,
     "preflight.json": PreflightDoc,
+    "profiler-routing.json": RoutingDoc,
+    "source-targets.json": SourceTargetsDoc,
+    "agent-brief.json": BriefDoc,
+    "agent-view.json": ViewDoc,
+    "cost.json": CostDoc,
 }
 
 
@@ -140,4 +222,9 @@ def render(state: RunState) -> dict[str, bytes]:
         doc = renderer(state)
         if doc is not None:
             out[name] = canonical_json(doc)
+    if state.brief is not None:
+        out["agent-brief.txt"] = state.brief.text.encode()
+    if state.source_targets is not None:
+        for name, text in sorted(state.source_targets.slices.items()):
+            out[name] = text.encode() if text.endswith("\n") else (text + "\n").encode()
     return out

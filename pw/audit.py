@@ -66,7 +66,9 @@ def _walk(obj):
 
 
 # Hashes that identify inputs rather than stored evidence files.
-_NOT_EVIDENCE = frozenset({"inputs_sha256", "source_sha256", "manifest_sha256", "binary_sha256", "torn_sha256"})
+_NOT_EVIDENCE = frozenset({
+    "inputs_sha256", "source_sha256", "manifest_sha256", "binary_sha256", "torn_sha256", "parent_source_sha256",
+})
 
 
 def check_evidence(ctx: AuditContext) -> str | None:

@@ -21,6 +21,12 @@ FILE_TYPES: list[tuple[str, str]] = [
     ("profileweaver.json", "ledger.contract:Contract"),
     ("experiment-plan.json", "projections.documents:ExperimentPlan"),
     ("preflight.json", "projections.documents:PreflightDoc"),
+    ("profiler-routing.json", "projections.documents:RoutingDoc"),
+    ("source-targets.json", "projections.documents:SourceTargetsDoc"),
+    ("agent-brief.json", "projections.documents:BriefDoc"),
+    ("agent-view.json", "projections.documents:ViewDoc"),
+    ("cost.json", "projections.documents:CostDoc"),
+    ("profile.json", "ledger.profile:Profile"),
 ]
 
 

@@ -102,7 +102,7 @@ def parse_file(rel: str, data: bytes, macros: dict[str, Macro] | None = None) ->
 
 def collect_macros(rel: str, tree) -> list[Macro]:
     out = []
-    for node in walk(tree.root_node):
+    for node in walk(tree.root_node, skip_bodies=True):
         if node.type != "preproc_function_def":
             continue
         params = node.child_by_field_name("parameters")
@@ -120,7 +120,7 @@ def index_tree(rel: str, language: str, tree, macros: dict[str, Macro], own: lis
     types: list[TypeInfo] = []
     globals_: list[GlobalInfo] = []
     expander = Expander(macros, language)
-    for node in walk(tree.root_node):
+    for node in walk(tree.root_node, skip_bodies=True):
         kind = node.type
         if kind == "function_definition":
             info = _function(node, rel, expander)
@@ -212,13 +212,20 @@ class Expander:
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def walk(node) -> Iterator:
-    """Pre-order traversal without recursion (deep expression trees must not hit the stack limit)."""
+def walk(node, *, named: bool = True, skip_bodies: bool = False) -> Iterator:
+    """Pre-order traversal without recursion (deep expression trees must not hit the stack limit).
+
+    `named` leaves out punctuation and operator tokens (read through fields instead); `skip_bodies`
+    does not descend into function bodies, for passes that only want file-scope definitions.
+    """
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(current.children))
+        if skip_bodies and current.type == "function_definition":
+            stack.extend(reversed([c for c in current.named_children if c.type != "compound_statement"]))
+            continue
+        stack.extend(reversed(current.named_children if named else current.children))
 
 
 def text(node) -> str:
@@ -236,7 +243,7 @@ def last_line(node) -> int:
 
 
 def _error_count(root) -> int:
-    return sum(1 for n in walk(root) if n.type == "ERROR" or n.is_missing)
+    return sum(1 for n in walk(root, named=False) if n.type == "ERROR" or n.is_missing)
 
 
 def strip(node):
@@ -589,11 +596,21 @@ def callee_name(call) -> tuple[str, str]:
 
 def _body_facts(body, expander: "Expander") -> _BodyFacts:
     facts = _BodyFacts()
+    callee_starts: set[int] = set()  # byte offsets of identifiers that name a called function
+    read_bytes: set[bytes] = set()
     for node in walk(body):
         kind = node.type
+        if kind == "identifier":  # the most frequent node: keep this branch cheap
+            if node.start_byte not in callee_starts:
+                read_bytes.add(node.text)
+            continue
         if kind in LOOP_TYPES:
             facts.loops.append(Loop(line_start=first_line(node), line_end=last_line(node), var=loop_var(node),
                                     depth=loop_depth(node, body) + 1))
+            if kind == "for_range_loop":
+                name, _ = declarator_name(node.child_by_field_name("declarator"))
+                if name:
+                    facts.locals.add(name)
         elif kind == "declaration":
             _, base = type_base(node.child_by_field_name("type"))
             for declarator in node.children_by_field_name("declarator"):
@@ -609,16 +626,13 @@ def _body_facts(body, expander: "Expander") -> _BodyFacts:
                         facts.moves.append(Move(mover="=", dst=name, src=text(value), line=first_line(node)))
                     else:
                         _note_assignment(facts, name, value, first_line(node))
-        elif kind == "for_range_loop":
-            name, _ = declarator_name(node.child_by_field_name("declarator"))
-            if name:
-                facts.locals.add(name)
         elif kind == "assignment_expression":
             left = node.child_by_field_name("left")
-            name = root_name(expander.expand(strip(left)) or left)
+            bare = strip(left)
+            name = root_name(expander.expand(bare) or left)
             right = strip(node.child_by_field_name("right"))
-            if name and strip(left).type == "identifier" and right is not None and right.type == "identifier" \
-                    and operator(node) == "=":
+            if name and bare is not None and bare.type == "identifier" and right is not None \
+                    and right.type == "identifier" and operator(node) == "=":
                 # `a = b` copies a pointer (or a value): a move of b, not new data
                 facts.moves.append(Move(mover="=", dst=name, src=text(right), line=first_line(node)))
             elif name:
@@ -630,17 +644,14 @@ def _body_facts(body, expander: "Expander") -> _BodyFacts:
             if name:
                 facts.writes.append(Write(name=name, line=first_line(node)))
         elif kind == "call_expression":
+            function = node.child_by_field_name("function")
+            if function is not None and function.type == "identifier":
+                callee_starts.add(function.start_byte)
             _note_call(facts, node)
             expanded = expander.expand(node)
             if expanded is not None:
-                facts.reads.update(text(n) for n in walk(expanded) if n.type == "identifier")
-        elif kind == "identifier":
-            parent = node.parent
-            if parent is not None and parent.type == "call_expression" and parent.child_by_field_name(
-                "function"
-            ) == node:
-                continue
-            facts.reads.add(text(node))
+                read_bytes.update(n.text for n in walk(expanded) if n.type == "identifier")
+    facts.reads = {b.decode("utf-8", "replace") for b in read_bytes}
     return facts
 
 
@@ -683,7 +694,7 @@ def _note_call(facts: _BodyFacts, node) -> None:
 
 def find_function_node(tree, line_start: int, name: str):
     """The function_definition node a `FunctionInfo` was built from."""
-    for node in walk(tree.root_node):
+    for node in walk(tree.root_node, skip_bodies=True):
         if node.type == "function_definition":
             start = node.parent if node.parent is not None and node.parent.type == "template_declaration" else node
             if first_line(start) == line_start:

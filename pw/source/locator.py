@@ -17,6 +17,7 @@ the result depends only on the files' contents: the same tree gives byte-identic
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -72,6 +73,9 @@ class _Tree:
     types: dict[str, list[TypeInfo]] = field(default_factory=dict)
     globals: dict[str, list[GlobalInfo]] = field(default_factory=dict)
     macros: dict[str, Macro] = field(default_factory=dict)  # function-like, first definition by path
+    call_sites: dict[tuple[str, int, str], list] = field(default_factory=dict)
+    _all: list[FunctionInfo] | None = None
+    _callers: dict[str, list] | None = None
 
     def add(self, rel: str, index: FileIndex, syntax: object, text: str) -> None:
         self.files[rel] = index
@@ -87,7 +91,18 @@ class _Tree:
             self.macros.setdefault(macro.name, macro)
 
     def all_functions(self) -> list[FunctionInfo]:
-        return [fn for rel in sorted(self.files) for fn in self.files[rel].functions]
+        if self._all is None:
+            self._all = [fn for rel in sorted(self.files) for fn in self.files[rel].functions]
+        return self._all
+
+    def callers(self) -> dict[str, list]:
+        """Callee name -> [(caller, call)], in path and line order (built once)."""
+        if self._callers is None:
+            self._callers = {}
+            for fn in self.all_functions():
+                for call in fn.calls:
+                    self._callers.setdefault(call.callee, []).append((fn, call))
+        return self._callers
 
 
 def _family(path: str) -> str:
@@ -171,8 +186,13 @@ def _parse_tree(root: Path, hotspot_file: str, editable: list[str]) -> _Tree:
 # ========================================================================================= resolution
 
 
+@lru_cache(maxsize=4096)
+def _stem_of(path: str) -> str:
+    return PurePosixPath(path).stem
+
+
 def _same_stem(a: str, b: str) -> bool:
-    return PurePosixPath(a).stem == PurePosixPath(b).stem
+    return _stem_of(a) == _stem_of(b)
 
 
 def _resolve(tree: _Tree, name: str, near: FunctionInfo, receiver: str = "", editable_only: bool = False
@@ -357,6 +377,8 @@ class _Frontier:
         self.entries: dict[str, dict[str, list[str]]] = {}
         self.types: dict[str, str] = {}
         self.writers: dict[tuple[str, int, str], tuple[FunctionInfo, set[int], str, int]] = {}
+        self.traced: set[tuple[int, tuple[str, int, str], str]] = set()
+        self.param_writes: dict[tuple[tuple[str, int, str], int, int], bool] = {}
 
     def entry(self, symbol: str, type_: str = "") -> dict[str, list[str]]:
         if symbol not in self.entries:
@@ -374,6 +396,13 @@ class _Frontier:
             self.writers[key] = (fn, set(lines), reason, rank)
 
     def writes_param(self, fn: FunctionInfo, index: int, hops: int = 0) -> bool:
+        key = (_key(fn), index, hops)
+        if key not in self.param_writes:
+            self.param_writes[key] = False  # a recursive cycle answers "no" rather than looping
+            self.param_writes[key] = self._writes_param(fn, index, hops)
+        return self.param_writes[key]
+
+    def _writes_param(self, fn: FunctionInfo, index: int, hops: int) -> bool:
         if index >= len(fn.params):
             return False
         name = fn.params[index].name
@@ -395,6 +424,10 @@ class _Frontier:
               copied_from: bool = False) -> None:
         """Producers, movers and consumers of variable `name` of `fn`, which reaches the hotspot."""
         hot = self.hot
+        seen_key = (id(entry), _key(fn), name)
+        if seen_key in self.traced:
+            return  # already followed for this datum: pass-through graphs can fan in
+        self.traced.add(seen_key)
         tag = f" (into {name})" if copied_from else ""
         for assign in fn.assigns:
             if assign.name != name or assign.callee in SCALAR_PRODUCERS:
@@ -486,14 +519,19 @@ def _self_offset(target: FunctionInfo, call) -> int:
 
 
 def _call_sites(tree: _Tree, callee: FunctionInfo) -> list:
-    sites = []
-    for fn in tree.all_functions():
-        for call in fn.calls:
-            if call.callee == callee.name and _key(fn) != _key(callee):
+    """Up to MAX_CALL_SITES (caller, call) pairs that resolve to `callee`, in path and line order."""
+    key = _key(callee)
+    if key not in tree.call_sites:
+        sites = []
+        for fn, call in tree.callers().get(callee.name, []):
+            if _key(fn) != key:
                 target = _resolve(tree, call.callee, fn, call.receiver)
-                if target is not None and _key(target) == _key(callee):
+                if target is not None and _key(target) == key:
                     sites.append((fn, call))
-    return sites[:MAX_CALL_SITES]
+                    if len(sites) >= MAX_CALL_SITES:
+                        break
+        tree.call_sites[key] = sites
+    return tree.call_sites[key]
 
 
 def _is_data_param(tree: _Tree, hot: FunctionInfo, index: int) -> bool:

@@ -69,6 +69,8 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
             state = reprofile(handle, state, target, progress)
         _ = baseline_target
     j = judge.judge_events(handle.ledger.events(), cid, handle.evidence)
+    if j.profile_diff is not None:
+        handle.evidence.put(j.profile_diff)
     confirmed = ev.WinnerConfirmed(
         id=cid, fresh=needs_campaign, status=j.verdict.status, reasons=j.verdict.reasons,
         speedup=j.verdict.speedup, interval=j.verdict.interval, timing_seq=j.evaluated.timing_seq,

@@ -1,0 +1,248 @@
+"""The adapter protocol: what every profiler adapter declares and the three verbs it exposes.
+
+An adapter is one module per external tool (perf, callgrind, py-spy; later ncu, CUPTI, nsys, ...):
+
+- ``spec``       static declaration: what it measures, at which granularity, for which phases and
+                 targets, and what it costs (``AdapterSpec``). Routing reads only this and ``probe``.
+- ``probe()``    a real, tiny run of the tool on this machine -> ``Usability`` (never just ``which``).
+- ``capture()``  the only verb that runs the workload; writes raw artifacts under ``out_dir``.
+- ``normalize()`` pure: artifact bytes in, ``ledger.profile.Profile`` out (no files, no environment).
+
+GPU adapters fit the same shape: their ``granularity`` lists "kernel"/"timeline", ``measures`` lists
+GPU metric ids, ``targets`` lists "cuda", and normalize emits operations of kind "kernel".
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import posixpath
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from ledger.profile import Profile
+
+Phase = Literal["discovery", "diagnosis"]
+PHASES: tuple[str, ...] = ("discovery", "diagnosis")
+#: Languages / program kinds an adapter applies to.
+TARGET_KINDS: tuple[str, ...] = ("native", "python", "cuda")
+
+CAPTURE_META = "capture.json"  # artifact role every capture writes: tool version + options used
+
+
+class CaptureError(Exception):
+    """A capture (or the tool behind it) failed; the message is one line saying what and why."""
+
+
+class AdapterSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Static declaration of an adapter (the registry is the list of these).
+
+    Cost model: a capture of a program that runs ``runtime_s`` natively is expected to take
+    ``overhead_factor * runtime_s + setup_s`` seconds, plus a rebuild when ``needs_rebuild``.
+    ``partial`` adapters only import pre-captured artifacts; with ``can_reprofile`` False they can never
+    pass the mechanism gate alone.
+    """
+
+    name: str
+    tool: str
+    measures: list[str]
+    granularity: list[str]
+    phases: list[Phase]
+    targets: list[str]
+    can_reprofile: bool
+    partial: bool
+    overhead_factor: float
+    setup_s: float
+    needs_rebuild: bool = False
+    cost_note: str = ""
+
+    def cost_s(self, runtime_s: float, build_s: float = 0.0) -> float:
+        """Expected seconds to capture a program whose native run takes ``runtime_s``."""
+        return self.overhead_factor * runtime_s + self.setup_s + (build_s if self.needs_rebuild else 0.0)
+
+    def provides(self, need: str) -> bool:
+        """Whether ``need`` (a granularity or a metric id) is something this adapter yields."""
+        return need in self.granularity or need in self.measures
+
+
+class Usability(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Outcome of ``probe()``: can this machine run the adapter, and in which mode."""
+
+    usable: bool
+    reason: str
+    version: str = ""
+    mode: str = ""
+    notes: list[str] = []
+
+
+class CaptureRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """What to run and where to put the evidence. ``env`` is laid over the current environment."""
+
+    argv: list[str]
+    cwd: str
+    out_dir: str
+    label: str = "baseline"
+    env: dict[str, str] = {}
+    timeout_s: float = 600.0
+
+
+class Capture(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Result of ``capture()``: raw artifact paths by role, and how they were made."""
+
+    adapter: str
+    label: str
+    artifacts: dict[str, str]
+    wall_s: float
+    tool_version: str
+    commands: list[list[str]]
+
+
+class ToolRun(msgspec.Struct, frozen=True):
+    returncode: int
+    wall_s: float
+    stdout: bytes
+    stderr: bytes
+
+
+def run_tool(argv: Sequence[str], *, timeout_s: float, cwd: str | None = None,
+             env: Mapping[str, str] | None = None, stdout_path: str | None = None) -> ToolRun:
+    """Run ``argv`` in its own process group; on timeout kill the whole group and raise CaptureError.
+
+    ``stdout`` goes to ``stdout_path`` when given (large outputs), else is returned; stderr is returned.
+    """
+    full_env = None if env is None else {**os.environ, **env}
+    out_f = open(stdout_path, "wb") if stdout_path else None  # noqa: SIM115 - closed below
+    start = time.monotonic()
+    try:
+        try:
+            proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+                                    stdout=out_f or subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        except OSError as exc:
+            raise CaptureError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.communicate()
+            raise CaptureError(
+                f"{posixpath.basename(argv[0])} timed out after {timeout_s:g} s "
+                f"(process group killed): {' '.join(argv)}") from None
+    finally:
+        if out_f:
+            out_f.close()
+    return ToolRun(proc.returncode, time.monotonic() - start, out or b"", err or b"")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # start_new_session=True: pgid == pid
+    except ProcessLookupError:
+        pass
+
+
+def true_argv() -> list[str]:
+    """A program that does nothing and succeeds, for probes."""
+    t = shutil.which("true")
+    return [t] if t else [sys.executable, "-c", "pass"]
+
+
+def last_line(data: bytes, default: str = "") -> str:
+    """Last non-empty line of a tool's stderr, for one-line error messages."""
+    lines = [ln.strip() for ln in data.decode(errors="replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else default
+
+
+def relative_to_root(path: str, source_root: str, cwd: str | None = None) -> str | None:
+    """``path`` relative to ``source_root`` when it lies inside it, else None (pure string logic).
+
+    Relative paths are resolved against ``cwd`` when given. Pseudo-files ('??', '<frozen ...>',
+    '<string>') are never inside the root.
+    """
+    if not path or path.startswith(("<", "?", "[")):
+        return None
+    if not posixpath.isabs(path):
+        if not cwd:
+            return None
+        path = posixpath.join(cwd, path)
+    path = posixpath.normpath(path)
+    root = posixpath.normpath(source_root)
+    prefix = root if root.endswith("/") else root + "/"
+    return path[len(prefix):] if path.startswith(prefix) else None
+
+
+def read_artifacts(capture: Capture) -> dict[str, bytes]:
+    """The bytes of every artifact of ``capture`` (the I/O half of capture -> normalize)."""
+    return {role: Path(p).read_bytes() for role, p in capture.artifacts.items()}
+
+
+class Adapter(abc.ABC):
+    """Base of every adapter. ``tool_path`` overrides where the tool is found (tests inject it);
+    by default the tool is looked up on PATH with ``shutil.which`` at probe/capture time."""
+
+    spec: AdapterSpec
+
+    def __init__(self, tool_path: str | None = None) -> None:
+        self.tool_path = tool_path
+
+    def resolve_tool(self) -> str | None:
+        """Absolute path of the tool, or None when it is not on PATH (or the injected path)."""
+        return shutil.which(self.tool_path or self.spec.tool)
+
+    def require_tool(self) -> str:
+        exe = self.resolve_tool()
+        if exe is None:
+            raise CaptureError(f"{self.tool_path or self.spec.tool} not found on PATH")
+        return exe
+
+    def unusable_missing_tool(self) -> Usability:
+        return Usability(usable=False, reason=f"{self.tool_path or self.spec.tool} not found on PATH")
+
+    @abc.abstractmethod
+    def probe(self) -> Usability:
+        """Run the tool on a trivial program and report whether (and how) it works here."""
+
+    @abc.abstractmethod
+    def capture(self, req: CaptureRequest) -> Capture:
+        """Run ``req.argv`` under the tool; raise ``CaptureError`` on any failure."""
+
+    @abc.abstractmethod
+    def normalize(self, artifacts: Mapping[str, bytes], source_root: str, target: str) -> Profile:
+        """Pure: artifact bytes (by role) -> Profile. No file system, no environment."""
+
+    # --- shared capture helpers ------------------------------------------------------------------
+    def write_meta(self, out_dir: str, **meta: object) -> str:
+        """Write the ``capture.json`` artifact (tool version and options normalize needs)."""
+        path = os.path.join(out_dir, CAPTURE_META)
+        Path(path).write_bytes(msgspec.json.encode({"adapter": self.spec.name, **meta},
+                                                   order="deterministic"))
+        return path
+
+
+class CaptureMeta(msgspec.Struct, frozen=True):
+    """The part of ``capture.json`` that normalize reads."""
+
+    adapter: str = ""
+    tool_version: str = ""
+    cwd: str = ""
+    options: dict[str, str | int | float | bool] = {}
+
+
+def decode_meta(artifacts: Mapping[str, bytes]) -> CaptureMeta:
+    raw = artifacts.get(CAPTURE_META)
+    return msgspec.json.decode(raw, type=CaptureMeta) if raw else CaptureMeta()
+
+
+def require_artifact(artifacts: Mapping[str, bytes], role: str, adapter: str) -> bytes:
+    try:
+        return artifacts[role]
+    except KeyError:
+        raise ValueError(f"{adapter}: artifact {role!r} missing; got {sorted(artifacts)}") from None

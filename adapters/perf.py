@@ -1,0 +1,321 @@
+"""perf (Linux perf_events) sampling adapter: function and source-line CPU time for native code.
+
+Capture: ``perf record -e cpu-clock -F <freq> --call-graph dwarf`` then ``perf script`` with
+comm,pid,tid,period,event,ip,sym,dso,srcline (``--inline --full-source-path``).
+
+Why these choices (measured on perf 6.1, 2-core VM, a 1.0 s -O2 -g program):
+- ``cpu-clock`` is a *software* event, so it works where hardware counters are not exposed (VMs).
+  ``-e cycles`` there silently falls back to cpu-clock, so the probe checks hardware support with
+  ``perf stat`` instead of trusting ``record``.
+- ``--call-graph dwarf``: -O2 code has no frame pointers, and ``-g`` (fp) unwinding yields garbage
+  callers ("[unknown]" with random addresses). DWARF unwinding costs ~9-14 MB/s of perf.data.
+- ``--no-bpf-event`` saves ~0.9 s: perf 6.1's BPF side-band thread waits out a 1 s poll at exit.
+- ``--no-buildid-cache`` skips copying binaries into ~/.debug; build ids stay in the header.
+- ``perf script`` with srcline (addr2line through libbfd) took ~0.3 s for ~1000 samples.
+
+Numbers: each cpu-clock sample carries ``period`` = nanoseconds of CPU clock since the previous
+sample of that thread, so ``cpu_time_s = sum(period) / 1e9`` (≈ samples / frequency, but exact under
+throttling). Self = samples whose leaf frame is the operation; inclusive = samples where it is anywhere
+on the stack (once per sample); call edges come from adjacent frames; line costs from the leaf frame's
+srcline. Inlined functions appear as their own frames (perf ``--inline``), so an inlined hot loop is
+attributed to the inlined function with its own file and lines.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+
+from adapters.base import (
+    Adapter,
+    AdapterSpec,
+    Capture,
+    CaptureError,
+    CaptureRequest,
+    Usability,
+    decode_meta,
+    last_line,
+    relative_to_root,
+    require_artifact,
+    run_tool,
+    true_argv,
+)
+from ledger.profile import CallEdge, LineCost, Operation, Profile
+
+SCRIPT_ROLE = "perf-script.txt"
+DATA_ROLE = "perf.data"
+SCRIPT_FIELDS = "comm,pid,tid,period,event,ip,sym,dso,srcline"
+
+SPEC = AdapterSpec(
+    name="perf",
+    tool="perf",
+    measures=["cpu_time_s", "samples"],
+    granularity=["process", "function", "line"],
+    phases=["discovery", "diagnosis"],
+    targets=["native", "cuda"],  # cuda: host-side CPU time of CUDA programs
+    can_reprofile=True,
+    partial=False,
+    overhead_factor=1.3,
+    setup_s=0.6,
+    cost_note="measured: 1.0 s -O2 -g C program -> record 1.5 s + script 0.3 s (perf 6.1, 999 Hz, dwarf)",
+)
+
+# event -> (metric the period converts to, divisor); cpu-clock/task-clock periods are nanoseconds.
+_PERIOD_METRICS = {"cpu-clock": ("cpu_time_s", 1e9), "task-clock": ("cpu_time_s", 1e9),
+                   "cycles": ("cycles", 1.0), "cpu-cycles": ("cycles", 1.0)}
+
+
+class PerfAdapter(Adapter):
+    spec = SPEC
+
+    def __init__(self, tool_path: str | None = None, *, frequency: int = 999,
+                 event: str = "cpu-clock", call_graph: str = "dwarf") -> None:
+        super().__init__(tool_path)
+        self.frequency = frequency
+        self.event = event
+        self.call_graph = call_graph
+
+    # --- probe -------------------------------------------------------------------------------------
+    def probe(self) -> Usability:
+        exe = self.resolve_tool()
+        if exe is None:
+            return self.unusable_missing_tool()
+        true = true_argv()
+        try:
+            ver = run_tool([exe, "--version"], timeout_s=10)
+            version = ver.stdout.decode(errors="replace").strip().removeprefix("perf version ").strip()
+            with tempfile.TemporaryDirectory(prefix="pw-perf-probe-") as tmp:
+                rec = run_tool([exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache",
+                                "-e", "cpu-clock", "-F", "99", "-o", os.path.join(tmp, "p.data"),
+                                "--", *true], timeout_s=20)
+                if rec.returncode != 0:
+                    return Usability(usable=False, version=version,
+                                     reason=_record_failure_reason(rec.stderr, rec.returncode))
+                hw = run_tool([exe, "stat", "-x,", "-e", "instructions", "--", *true], timeout_s=20)
+        except CaptureError as exc:
+            return Usability(usable=False, reason=f"perf probe failed: {exc}")
+        hw_text = hw.stderr.decode(errors="replace")
+        if hw.returncode != 0 or "<not supported>" in hw_text or "<not counted>" in hw_text:
+            return Usability(usable=True, reason="cpu-clock sampling works", version=version,
+                             mode="software-events-only",
+                             notes=[("hardware events not supported (perf stat -e instructions: "
+                                     "not supported); record -e cycles would silently fall back to "
+                                     "cpu-clock, so only software events are used")])
+        return Usability(usable=True, reason="cpu-clock sampling and hardware counters work",
+                         version=version, mode="hardware-events")
+
+    # --- capture -------------------------------------------------------------------------------------
+    def capture(self, req: CaptureRequest) -> Capture:
+        exe = self.require_tool()
+        os.makedirs(req.out_dir, exist_ok=True)
+        version = run_tool([exe, "--version"], timeout_s=10).stdout.decode().strip()
+        version = version.removeprefix("perf version ").strip()
+        data = os.path.join(req.out_dir, DATA_ROLE)
+        script_out = os.path.join(req.out_dir, SCRIPT_ROLE)
+        stdout = os.path.join(req.out_dir, "stdout.txt")
+        record = [exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache", "-e", self.event,
+                  "-F", str(self.frequency), "--call-graph", self.call_graph, "-o", data,
+                  "--", *req.argv]
+        rec = run_tool(record, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout)
+        stderr = os.path.join(req.out_dir, "stderr.txt")
+        with open(stderr, "wb") as f:
+            f.write(rec.stderr)
+        if rec.returncode != 0:
+            raise CaptureError(_record_failure_reason(rec.stderr, rec.returncode, req.argv))
+        script = [exe, "script", "-i", data, "-F", SCRIPT_FIELDS, "--inline", "--full-source-path"]
+        scr = run_tool(script, cwd=req.cwd, timeout_s=max(60.0, req.timeout_s), stdout_path=script_out)
+        if scr.returncode != 0:
+            raise CaptureError(f"perf script exited {scr.returncode}: {last_line(scr.stderr)}")
+        meta = self.write_meta(req.out_dir, tool_version=version, cwd=req.cwd, argv=list(req.argv),
+                               options={"event": self.event, "frequency": self.frequency,
+                                        "call_graph": self.call_graph, "fields": SCRIPT_FIELDS})
+        return Capture(adapter=self.spec.name, label=req.label, wall_s=rec.wall_s + scr.wall_s,
+                       tool_version=version, commands=[record, script],
+                       artifacts={DATA_ROLE: data, SCRIPT_ROLE: script_out, "capture.json": meta,
+                                  "stdout.txt": stdout, "stderr.txt": stderr})
+
+    # --- normalize (pure) ------------------------------------------------------------------------------
+    def normalize(self, artifacts: Mapping[str, bytes], source_root: str, target: str) -> Profile:
+        meta = decode_meta(artifacts)
+        text = require_artifact(artifacts, SCRIPT_ROLE, self.spec.name).decode(errors="replace")
+        samples = parse_perf_script(text)
+        return build_profile(samples, source_root=source_root, cwd=meta.cwd or None, target=target,
+                             tool_version=meta.tool_version)
+
+
+
+def _record_failure_reason(stderr: bytes, rc: int, argv: list[str] | None = None) -> str:
+    text = stderr.decode(errors="replace")
+    if "perf_event_paranoid" in text or "Permission denied" in text or "Access to performance" in text:
+        return ("permission: perf_event_open refused (check /proc/sys/kernel/perf_event_paranoid "
+                f"or run as root): {last_line(stderr)}")
+    what = f" on {' '.join(argv)}" if argv else ""
+    return f"perf record exited {rc}{what}: {last_line(stderr, 'no error output')}"
+
+
+# --- parsing -----------------------------------------------------------------------------------------
+
+_HEADER = re.compile(r"^(?P<comm>\S.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?P<period>\d+)\s+"
+                     r"(?P<event>\S+?):\s*$")
+_FRAME = re.compile(r"^\t\s*(?P<ip>[0-9a-fA-F]+)\s+(?P<sym>.+?)(?:\s+\((?P<dso>[^()]*)\))?\s*$")
+_SRCLINE = re.compile(r"^ +(?P<file>\S.*?):(?P<line>\d+)(?P<rest>\s.*)?$")
+
+
+class Frame:
+    __slots__ = ("dso", "file", "inlined", "ip", "line", "sym")
+
+    def __init__(self, ip: str, sym: str, dso: str | None) -> None:
+        self.ip = ip
+        self.sym = sym
+        self.dso = dso
+        self.file: str | None = None
+        self.line: int | None = None
+        self.inlined = dso is None
+
+
+class Sample:
+    __slots__ = ("event", "frames", "period")
+
+    def __init__(self, event: str, period: int) -> None:
+        self.event = event
+        self.period = period
+        self.frames: list[Frame] = []  # leaf first
+
+
+def parse_perf_script(text: str) -> list[Sample]:
+    """Parse ``perf script -F comm,pid,tid,period,event,ip,sym,dso,srcline`` output (with callchains)."""
+    samples: list[Sample] = []
+    cur: Sample | None = None
+    for raw in text.splitlines():
+        if not raw.strip():
+            cur = None
+            continue
+        if raw[0] == "\t":
+            m = _FRAME.match(raw)
+            if cur is not None and m:
+                cur.frames.append(Frame(m["ip"], m["sym"], m["dso"]))
+            continue
+        if raw[0] == " ":
+            m = _SRCLINE.match(raw)
+            if cur is not None and cur.frames and m and not m["file"].startswith("??"):
+                fr = cur.frames[-1]
+                fr.file, fr.line = m["file"], int(m["line"])
+            continue
+        m = _HEADER.match(raw)
+        if m:
+            cur = Sample(m["event"], int(m["period"]))
+            samples.append(cur)
+    for s in samples:
+        _assign_inline_dsos(s.frames)
+    return samples
+
+
+def _assign_inline_dsos(frames: list[Frame]) -> None:
+    """Inlined frames are printed without a dso. perf lists an inline chain innermost first, ending
+    with the real frame at the same ip, whose dso they share. When perf names the real function only
+    by its DWARF name (also printed as "inlined"), no frame shares the ip: the module stays unknown.
+    """
+    for i, fr in enumerate(frames):
+        if fr.dso is not None:
+            continue
+        partner = next((f for f in frames[i + 1:] if f.ip == fr.ip and not f.inlined), None) or \
+            next((f for f in reversed(frames[:i]) if f.ip == fr.ip and not f.inlined), None)
+        fr.dso = partner.dso if partner else None
+
+
+def module_name(dso: str | None) -> str:
+    """'libc.so.6' for '/usr/lib/.../libc.so.6', 'kernel.kallsyms' for '[kernel.kallsyms]'."""
+    if not dso:
+        return "unknown"
+    return posixpath.basename(dso).strip("[]") or dso.strip("[]") or "unknown"
+
+
+def build_profile(samples: list[Sample], *, source_root: str, cwd: str | None, target: str,
+                  tool_version: str) -> Profile:
+    """Aggregate parsed samples into a Profile (see module docstring for the attribution rules)."""
+    # Pass 1: which in-root file does each (sym, module) live in? Frames without line info join the
+    # only file seen for that function, so one function never splits into two ids.
+    files_of: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for s in samples:
+        for fr in s.frames:
+            rel = relative_to_root(fr.file, source_root, cwd) if fr.file else None
+            if rel:
+                files_of[(fr.sym, module_name(fr.dso))][rel] += 1
+
+    info: dict[str, tuple[str, str, str | None]] = {}  # op id -> (name, module, file)
+
+    def op_key(fr: Frame) -> str:
+        mod = module_name(fr.dso)
+        rel = relative_to_root(fr.file, source_root, cwd) if fr.file else None
+        seen = files_of.get((fr.sym, mod))
+        if rel is None and seen and len(seen) == 1:
+            rel = next(iter(seen))
+        oid = f"{fr.sym}@{rel}" if rel else f"{fr.sym}@[{mod}]"
+        info.setdefault(oid, (fr.sym, mod, rel))
+        return oid
+
+    metrics_used: list[str] = []
+    self_m: dict = defaultdict(lambda: defaultdict(int))
+    incl_m: dict = defaultdict(lambda: defaultdict(int))
+    edge_m: dict = defaultdict(lambda: defaultdict(int))
+    line_m: dict = defaultdict(lambda: defaultdict(int))
+    lines_seen: dict[str, set[int]] = defaultdict(set)
+    totals: dict[str, int] = defaultdict(int)
+    unknown = "[unknown]@[unknown]"
+
+    scale: dict[str, float] = {"samples": 1.0}
+    for s in samples:  # sums stay integers (periods in ns); converted to units once, at the end
+        metric, div = _PERIOD_METRICS.get(s.event, (None, 1.0))
+        w = {"samples": 1}
+        if metric:
+            w[metric] = s.period
+            scale[metric] = div
+        for m, v in w.items():
+            if m not in metrics_used:
+                metrics_used.append(m)
+            totals[m] += v
+        if not s.frames:
+            info.setdefault(unknown, ("[unknown]", "unknown", None))
+        keys = [op_key(fr) for fr in s.frames] or [unknown]
+        for k, fr in zip(keys, s.frames):
+            if fr.line is not None and info[k][2] is not None and \
+                    relative_to_root(fr.file, source_root, cwd) == info[k][2]:
+                lines_seen[k].add(fr.line)
+        for m, v in w.items():
+            self_m[keys[0]][m] += v
+        for k in set(keys):
+            for m, v in w.items():
+                incl_m[k][m] += v
+        for e in {(keys[i + 1], keys[i]) for i in range(len(keys) - 1)}:
+            for m, v in w.items():
+                edge_m[e][m] += v
+        leaf = s.frames[0] if s.frames else None
+        if leaf is not None and leaf.line is not None:
+            rel = relative_to_root(leaf.file, source_root, cwd)
+            if rel:
+                for m, v in w.items():
+                    line_m[(rel, leaf.line, keys[0])][m] += v
+
+    def unit(d: dict) -> dict[str, float]:
+        return {m: d.get(m, 0) / scale[m] for m in metrics_used}
+
+    ops = []
+    for k, inc in incl_m.items():
+        name, mod, rel = info[k]
+        seen = lines_seen.get(k)
+        ops.append(Operation(id=k, name=name, kind="function", module=mod, file=rel,
+                             line_start=min(seen) if seen else None,
+                             line_end=max(seen) if seen else None,
+                             self_metrics=unit(self_m[k]), inclusive_metrics=unit(inc)))
+    lines = [LineCost(file=f, line=ln, operation=k, self_metrics=unit(v)) for (f, ln, k), v in line_m.items()]
+    edges = [CallEdge(caller=a, callee=b, metrics=unit(v)) for (a, b), v in edge_m.items()]
+    # Primary metric first: the time metric when there is one.
+    metrics_used.sort(key=lambda m: (m == "samples", m))
+    gran = ["process", "function"] + (["line"] if lines else [])
+    return Profile(tool="perf", tool_version=tool_version, target=target, granularity=gran,
+                   metrics=metrics_used or ["samples"], totals=unit(totals), operations=ops,
+                   lines=lines, edges=edges)

@@ -1,0 +1,85 @@
+"""The agent brief: decisive measurements, exact source ranges, trust requirements, next command.
+
+`render_brief` is pure; `fit_brief` drops the lowest-priority lines until the text fits the token
+budget (320 o200k_base tokens, counted by a real tokenizer). The numbers behind every line go to
+`agent-brief.json`; expanded diagnostics go to `agent-view.json`, read through `pw inspect`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+TOKEN_BUDGET = 320
+
+
+class BriefLine(msgspec.Struct, frozen=True):
+    text: str
+    priority: int  # 0 = never dropped; higher numbers are dropped first
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def brief_lines(n: dict[str, Any]) -> list[BriefLine]:
+    """The candidate lines of the brief from its numbers (see `agent-brief.json`)."""
+    hs = n["hotspot"]
+    lines = [
+        BriefLine(f"ProfileWeaver brief · run {n['run_id']} · workload {n['workload']}", 0),
+        BriefLine(
+            f"Baseline: {n['metric']} {n['baseline_mean_s']:.4g} s over {n['baseline_runs']} runs "
+            f"(CV {_pct(n['baseline_cv'] or 0.0)}); oracle: {n['oracle']}",
+            0,
+        ),
+        BriefLine(
+            f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']} "
+            f"{hs['file']}:{hs['line_start']}-{hs['line_end']} = {_pct(hs['share'])} of {hs['metric']}; "
+            f"Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") else
+            f"Hotspot ({n['adapter']}): {hs['name']} = {_pct(hs['share'])} of {hs['metric']}",
+            0,
+        ),
+    ]
+    if n.get("hot_lines"):
+        shown = ", ".join(f"{h['line']} ({_pct(h['share'])})" for h in n["hot_lines"][:2])
+        lines.append(BriefLine(f"Hot lines in {hs['file']}: {shown}", 1))
+    for i, m in enumerate(n.get("mechanisms", [])[:3]):
+        where = ", ".join(m.get("evidence", [])[:2])
+        text = f"{m['id']} ({m['score']:.2f})" + (f": {where}" if where else "")
+        lines.append(BriefLine(f"Mechanism {i + 1}: {text}", 1 if i == 0 else 3 + i))
+    slices = n.get("slices", [])
+    if slices:
+        shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[:3])
+        lines.append(BriefLine(f"Read source-slices/: {shown}", 0))
+        if len(slices) > 3:
+            lines.append(BriefLine("Also: " + "; ".join(f"{s['path']}" for s in slices[3:6]), 6))
+    for f in n.get("frontier", [])[:2]:
+        lines.append(BriefLine(f"Data path: {f}", 2))
+    lines += [
+        BriefLine(f"Edit only: {', '.join(n['editable'][:6])} (in the workspace `pw prepare` makes)", 0),
+        BriefLine(
+            "Verified needs all 6 gates: correctness (oracle+holdouts), significance (>=5 pairs, 95% CI>1.01), "
+            "mechanism (hotspot shrink explains the saving), no collateral, attribution, reproducible.",
+            0,
+        ),
+        BriefLine(f"Next (RUN={n['run_dir']}): pw prepare RUN --candidate ID:baseline:MECHANISM; pw evaluate RUN ID",
+                  0),
+    ]
+    return lines
+
+
+def fit_brief(lines: list[BriefLine], count: Callable[[str], int], budget: int = TOKEN_BUDGET) -> tuple[str, int]:
+    """Drop the highest-priority-number lines (later ones first) until the text fits."""
+    kept = list(lines)
+    while True:
+        text = "\n".join(line.text for line in kept) + "\n"
+        tokens = count(text)
+        if tokens <= budget:
+            return text, tokens
+        droppable = [i for i, line in enumerate(kept) if line.priority > 0]
+        if not droppable:
+            raise ValueError(f"the brief's essential lines take {tokens} tokens, over the budget of {budget}")
+        worst = max(droppable, key=lambda i: (kept[i].priority, i))
+        del kept[worst]
