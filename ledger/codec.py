@@ -204,11 +204,9 @@ def decode_block(block: bytes) -> list[Envelope]:
     try:
         with _gc_paused():
             rows = decoder.decode_lines(block)
+            # Positional: the order is _ENVELOPE_FIELDS, checked above.
             envelopes = [
-                Envelope(
-                    seq=r.seq, id=r.id, type=tags[type(r)], v=r.v, at=r.at, actor=r.actor, cause=r.cause,
-                    key=r.key, batch=r.batch, data=r.data, prev=r.prev, hash=r.hash,
-                )
+                Envelope(r.seq, r.id, tags[type(r)], r.v, r.at, r.actor, r.cause, r.key, r.batch, r.data, r.prev, r.hash)
                 for r in rows
             ]
     except (msgspec.DecodeError, msgspec.ValidationError):

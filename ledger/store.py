@@ -297,6 +297,21 @@ class Ledger:
     def events(self, *, until: int | None = None) -> list[Envelope]:
         return list(self.read(until=until))
 
+    def read_lenient(self) -> list[Envelope]:
+        """Every line that still decodes, ignoring hashes and the chain: for an auditor who wants to
+        say which verdict a tampered ledger no longer supports, after `verify` has said it is
+        tampered. Never used to decide anything."""
+        out = []
+        with self._open_shared() as f:
+            for _, line, complete in _iter_lines(f, 0):
+                if not complete:
+                    break
+                try:
+                    out.append(decode_envelope(line))
+                except (msgspec.DecodeError, msgspec.ValidationError, LedgerCorrupt):
+                    continue
+        return out
+
     def verify(self) -> Verified:
         """Walk the chain from the start; name the first bad seq or the torn tail's offset."""
         cursor = _Cursor()

@@ -86,8 +86,74 @@ def check_projections(ctx: AuditContext) -> str | None:
     return first_divergence(ctx.run.path, ctx.files)
 
 
+def check_verdicts(ctx: AuditContext) -> str | None:
+    """Recompute every judgement from the events before it (samples, profiles) and compare."""
+    return first_verdict_divergence(ctx.events, ctx.evidence)
+
+
+def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
+    from ledger import events as ev
+    from pw.judge import judge_events
+
+    for i, env in enumerate(events):
+        data = env.data
+        if not isinstance(data, (ev.VerdictReached, ev.WinnerConfirmed)):
+            continue
+        # The judgement batch is [CandidateEvaluated, GatesEvaluated, VerdictReached] or
+        # [GatesEvaluated?, WinnerConfirmed]: recompute from everything before the batch.
+        start = i
+        while start > 0 and isinstance(events[start - 1].data, (ev.CandidateEvaluated, ev.GatesEvaluated)) \
+                and events[start - 1].data.id == data.id:
+            start -= 1
+        try:
+            j = judge_events(events[:start], data.id, evidence)
+        except Exception as exc:  # noqa: BLE001 - an audit reports, it does not crash
+            return f"candidate {data.id}: verdict at seq {env.seq} cannot be recomputed ({exc})"
+        recorded = (data.status, data.speedup, data.interval)
+        again = (j.verdict.status, j.verdict.speedup, j.verdict.interval)
+        if recorded != again:
+            return (
+                f"candidate {data.id}: verdict at seq {env.seq} no longer follows from the evidence "
+                f"(recorded {data.status} {data.speedup}x {data.interval}; recomputed {j.verdict.status} "
+                f"{j.verdict.speedup}x {j.verdict.interval})"
+            )
+        gates_env = next((e for e in events[start:i] if isinstance(e.data, ev.GatesEvaluated)), None)
+        if gates_env is not None and msgspec.json.encode(gates_env.data.gates) != msgspec.json.encode(j.gates.gates):
+            changed = [a.name for a, b in zip(gates_env.data.gates, j.gates.gates) if a != b]
+            return f"candidate {data.id}: gates at seq {gates_env.seq} no longer follow ({', '.join(changed)})"
+        eval_env = next((e for e in events[start:i] if isinstance(e.data, ev.CandidateEvaluated)), None)
+        if eval_env is not None and msgspec.json.encode(eval_env.data.analysis) != msgspec.json.encode(j.evaluated.analysis):
+            return f"candidate {data.id}: paired analysis at seq {eval_env.seq} no longer follows from its samples"
+    return None
+
+
+def check_profiles(ctx: AuditContext) -> str | None:
+    """Re-run each adapter's pure normalize on the stored raw bytes; compare with the recorded profile."""
+    from ledger import events as ev
+    from pw.profiling import renormalize
+
+    captured = {}
+    for env in ctx.events:
+        data = env.data
+        if isinstance(data, ev.ProfileCaptured):
+            captured[(data.target, data.adapter)] = data
+        elif isinstance(data, ev.ProfileNormalized):
+            cap = captured.get((data.target, data.adapter))
+            if cap is None:
+                return f"event seq {env.seq}: profile of {data.target} has no capture before it"
+            build_dir = str(ctx.run.path / "build" / data.target)
+            again = renormalize(ctx.evidence, cap, build_dir)
+            import hashlib
+
+            if hashlib.sha256(again).hexdigest() != data.profile_sha256:
+                return f"event seq {env.seq}: the {data.adapter} profile of {data.target} does not follow from its raw capture"
+    return None
+
+
 CHECKS: list[tuple[str, Callable[[AuditContext], str | None]]] = [
     ("evidence", check_evidence),
+    ("profiles", check_profiles),
+    ("verdicts", check_verdicts),
     ("projections", check_projections),
 ]
 
@@ -97,7 +163,14 @@ def audit_run(run: RunDir) -> AuditReport:
     verified = ledger.verify()
     if not verified.ok:
         detail = verified.message
-        return AuditReport(False, verified.head.seq, [CheckResult("chain", False, detail)], f"chain: {detail}")
+        results = [CheckResult("chain", False, detail)]
+        first = f"chain: {detail}"
+        # Say which verdicts the damaged ledger no longer supports, not only that it is damaged.
+        verdict = first_verdict_divergence(ledger.read_lenient(), EvidenceStore(run.path / "raw"))
+        if verdict is not None:
+            results.append(CheckResult("verdicts", False, verdict))
+            first = f"{first}; verdicts: {verdict}"
+        return AuditReport(False, verified.head.seq, results, first)
     events = ledger.events()
     run_state = state.fold(events)
     ctx = AuditContext(run, events, run_state, documents.render(run_state), EvidenceStore(run.path / "raw"))

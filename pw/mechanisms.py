@@ -116,7 +116,7 @@ class Mechanism(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _clamp(x: float) -> float:
-    return 0.0 if x != x else max(0.0, min(1.0, x))  # NaN -> 0
+    return max(0.0, min(1.0, x)) if math.isfinite(x) else 0.0
 
 
 def _derived(measurements: Mapping[str, object]) -> dict[str, float]:

@@ -12,8 +12,19 @@ from pw.commands.common import checked_events, console, open_run, print_json, pr
 def audit(args) -> int:
     from pw.audit import audit_run
 
+    from ledger.errors import LedgerCorrupt
+
     run, ledger = open_run(args.run)
-    checked_events(run, ledger)  # bad input (empty, not a ledger, newer version) is exit 2, not a verdict
+    try:
+        checked_events(run, ledger)
+    except LedgerCorrupt as exc:
+        # Empty, not a ledger, or newer than this code: bad input (exit 2). A damaged chain in an
+        # otherwise valid ledger is what an audit is for: it is reported below (exit 1).
+        if exc.seq in (None, 1) or "newer than" in str(exc):
+            raise
+    except InputError as exc:
+        if "torn tail" not in str(exc):
+            raise
     report = audit_run(run)
     if args.json:
         print_json(to_builtins(report))

@@ -3,4 +3,4 @@
 from pw.source.locator import locate
 from pw.source.model import AccessFact, FrontierEntry, SourceTargets, Target
 
-__all__ = ["locate", "AccessFact", "FrontierEntry", "SourceTargets", "Target"]
+__all__ = ["AccessFact", "FrontierEntry", "SourceTargets", "Target", "locate"]

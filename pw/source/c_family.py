@@ -9,7 +9,7 @@ function under `#ifdef` is still found.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 from pathlib import PurePosixPath
 
 from pw.source.model import (
@@ -60,7 +60,7 @@ MUTATING_METHODS = frozenset(
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parser(language: str):
     # Imported lazily so that importing pw.source costs nothing until a C-family file is parsed.
     import tree_sitter
@@ -387,7 +387,7 @@ def _function_declarator(node):
     return declarator
 
 
-def _function(node, rel: str, expander: "Expander") -> FunctionInfo | None:
+def _function(node, rel: str, expander: Expander) -> FunctionInfo | None:
     declarator = _function_declarator(node)
     if declarator is None:
         return None
@@ -594,7 +594,7 @@ def callee_name(call) -> tuple[str, str]:
     return "", receiver
 
 
-def _body_facts(body, expander: "Expander") -> _BodyFacts:
+def _body_facts(body, expander: Expander) -> _BodyFacts:
     facts = _BodyFacts()
     callee_starts: set[int] = set()  # byte offsets of identifiers that name a called function
     read_bytes: set[bytes] = set()

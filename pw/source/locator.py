@@ -17,8 +17,8 @@ the result depends only on the files' contents: the same tree gives byte-identic
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from ledger.errors import InputError

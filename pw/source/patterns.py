@@ -464,7 +464,7 @@ def python_facts(function, module: ast.Module, fn: FunctionInfo) -> list[AccessF
         visit(statement, [])
 
     for loop_id, names in lookups.items():
-        loop_node, depth, var = loop_info[loop_id]
+        _, depth, var = loop_info[loop_id]
         bound = stores.get(loop_id, set())
         for name, lines in sorted(names.items(), key=lambda item: (min(item[1]), item[0])):
             root = name.split(".", 1)[0]

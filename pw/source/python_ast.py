@@ -79,9 +79,7 @@ def root_name(node) -> str | None:
     while True:
         if isinstance(node, ast.Name):
             return node.id
-        if isinstance(node, ast.Starred):
-            node = node.value
-        elif isinstance(node, ast.Subscript):
+        if isinstance(node, (ast.Starred, ast.Subscript)):
             node = node.value
         elif isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
