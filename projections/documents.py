@@ -222,6 +222,12 @@ def render(state: RunState) -> dict[str, bytes]:
         doc = renderer(state)
         if doc is not None:
             out[name] = canonical_json(doc)
+    from projections.report import render_markdown, report
+
+    doc = report(state)
+    if doc is not None:
+        out["report.json"] = canonical_json(doc)
+        out["report.md"] = render_markdown(doc).encode()
     if state.brief is not None:
         out["agent-brief.txt"] = state.brief.text.encode()
     if state.source_targets is not None:

@@ -19,6 +19,8 @@ VERBS: dict[str, str] = {
     "evaluate": "pw.commands.candidates:evaluate",
     "confirm": "pw.commands.candidates:confirm",
     "status": "pw.commands.candidates:status",
+    "report": "pw.commands.report:report",
+    "demo": "pw.commands.demo:demo",
     "log": "pw.commands.inspection:log",
     "replay": "pw.commands.inspection:replay",
     "audit": "pw.commands.maintenance:audit",
@@ -74,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="the candidate ledger at a glance")
     _run_arg(p)
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("report", help="rebuild report.json, report.md and their plots")
+    _run_arg(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("demo", help="the whole loop on workloads/matmul-c with three bundled candidates")
+    p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where the run directory goes (default runs/)")
+    p.add_argument("--json", action="store_true", help="print run_dir and each candidate's status and gates")
 
     p = sub.add_parser("log", help="show the run's events as a table")
     _run_arg(p)

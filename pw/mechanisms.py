@@ -90,11 +90,13 @@ METRICS: dict[str, MetricSpec] = {
     "ipc": MetricSpec(
         "instructions per cycle", 0.3, 1.5, {"dependent-lookup": 0.4, "residency": 0.3}, inverted=True),
 }
-COUNT_RATIOS = {  # derived metrics: numerator / denominator when both counts are measured
-    "d1_misses_per_instruction": ("d1_misses", "instructions"),
-    "ll_misses_per_instruction": ("ll_misses", "instructions"),
-    "ipc": ("instructions", "cycles"),
-    "working_set_over_cache": ("working_set_bytes", "cache_bytes"),
+# Derived metrics: sum(numerator counts) / denominator, when measured. Count ids follow ledger/metrics.py
+# (callgrind's D1mr/D1mw/DLmr... arrive as d1_read_misses, d1_write_misses, ll_misses).
+COUNT_RATIOS: dict[str, tuple[tuple[str, ...], str]] = {
+    "d1_misses_per_instruction": (("d1_read_misses", "d1_write_misses"), "instructions"),
+    "ll_misses_per_instruction": (("ll_misses",), "instructions"),
+    "ipc": (("instructions",), "cycles"),
+    "working_set_over_cache": (("working_set_bytes",), "cache_bytes"),
 }
 
 
@@ -126,9 +128,12 @@ def _derived(measurements: Mapping[str, object]) -> dict[str, float]:
         if isinstance(value, (int, float)) and math.isfinite(value):
             values[name] = float(value)
         elif name in COUNT_RATIOS:
-            top, bottom = (measurements.get(k) for k in COUNT_RATIOS[name])
-            if isinstance(top, (int, float)) and isinstance(bottom, (int, float)) and bottom > 0:
-                values[name] = float(top) / float(bottom)
+            numerators, denominator = COUNT_RATIOS[name]
+            tops = [measurements.get(k) for k in numerators]
+            bottom = measurements.get(denominator)
+            counted = [float(t) for t in tops if isinstance(t, (int, float))]
+            if counted and isinstance(bottom, (int, float)) and bottom > 0:
+                values[name] = sum(counted) / float(bottom)
     return values
 
 

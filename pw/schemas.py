@@ -27,6 +27,7 @@ FILE_TYPES: list[tuple[str, str]] = [
     ("agent-view.json", "projections.documents:ViewDoc"),
     ("cost.json", "projections.documents:CostDoc"),
     ("profile.json", "ledger.profile:Profile"),
+    ("report.json", "projections.report:ReportDoc"),
 ]
 
 

@@ -176,7 +176,7 @@ def command_lines(block_text: str, program: str = "pw") -> list[str]:
     for raw in block_text.split("\n"):
         line = raw.strip()
         if line.endswith("\\"):
-            pending += line[:-1] + " "
+            pending += line[:-1].rstrip() + " "
             continue
         joined.append(pending + line)
         pending = ""

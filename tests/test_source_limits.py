@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 
 import msgspec
@@ -138,7 +139,7 @@ def test_window_plan_fits_and_keeps_what_fits(start, length, budget, focus, hot)
     intervals = plan_window(start, end, budget, focus, hot)
     assert rendered_size(intervals, start, end) <= budget
     assert all(start <= a <= b <= end for a, b in intervals)
-    assert all(b1 + 1 < a2 for (_, b1), (a2, _) in zip(intervals, intervals[1:]))  # merged, gaps marked
+    assert all(b1 + 1 < a2 for (_, b1), (a2, _) in pairwise(intervals))  # merged, gaps marked
     if length <= budget:
         assert intervals == [(start, end)]
     elif focus is not None and focus[1] - focus[0] + 1 <= budget - 5 and budget >= 7:

@@ -54,18 +54,18 @@ def test_hotspot_covers_exactly_the_function_and_focus_the_loop_nest(matmul):
 
 
 def test_focus_is_the_loop_nest_holding_most_hot_lines(tmp_path):
-    source = "\n".join([
-        "void two(double *x, int n) {",            # 1
-        "    for (int i = 0; i < n; i++)",         # 2
-        "        x[i] = 0;",                       # 3
-        "    for (int i = 0; i < n; i++) {",       # 4
-        "        for (int j = 0; j < n; j++)",     # 5
-        "            x[i] += j;",                  # 6
-        "    }",                                   # 7
-        "    for (int r = 0; r < 3; r++)",         # 8
-        "        x[r] *= 2;",                      # 9
-        "}",                                       # 10
-    ]) + "\n"
+    source = (
+        "void two(double *x, int n) {\n"            # 1
+        "    for (int i = 0; i < n; i++)\n"         # 2
+        "        x[i] = 0;\n"                       # 3
+        "    for (int i = 0; i < n; i++) {\n"       # 4
+        "        for (int j = 0; j < n; j++)\n"     # 5
+        "            x[i] += j;\n"                  # 6
+        "    }\n"                                   # 7
+        "    for (int r = 0; r < 3; r++)\n"         # 8
+        "        x[r] *= 2;\n"                      # 9
+        "}\n"                                       # 10
+    )
     (tmp_path / "two.c").write_text(source)
     assert one(locate(tmp_path, ["*.c"], "two.c", "two", hot_lines=[9, 8, 3]), "hotspot", "two").focus == (8, 9)
     assert one(locate(tmp_path, ["*.c"], "two.c", "two", hot_lines=[6]), "hotspot", "two").focus == (4, 7)
@@ -135,7 +135,7 @@ def test_data_struct_in_header_global_and_struct_writers():
 
 
 def test_slices_have_header_numbered_lines_and_stay_addressable(matmul):
-    assert list(matmul.slices)[0] == "hotspot:matmul"
+    assert next(iter(matmul.slices)) == "hotspot:matmul"
     text = matmul.slices["hotspot:matmul"]
     hot = one(matmul, "hotspot", "matmul")
     lines = text.splitlines()

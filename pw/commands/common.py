@@ -25,16 +25,28 @@ def checked_events(run: RunDir, ledger: Ledger, *, until: int | None = None, led
     try:
         return ledger.events(until=until)
     except TornTail as exc:
-        if exc.seq == 1:
+        if exc.seq == 1 and not first_line_intact(path):
             raise InputError(f"{path}: not a ProfileWeaver ledger (first line is not a valid event)") from None
         raise InputError(
             f"{path}: torn tail at byte {exc.offset} (an interrupted append); "
             f"run `pw repair {run.path}` to quarantine it"
         ) from None
     except LedgerCorrupt as exc:
-        if exc.seq == 1:
-            raise InputError(f"{path}: not a ProfileWeaver ledger ({exc})") from None
-        raise
+        detail = str(exc).removeprefix("ledger: ")
+        if exc.seq == 1 and not first_line_intact(path):
+            raise InputError(f"{path}: not a ProfileWeaver ledger ({detail})") from None
+        # A whole, hashed line that does not fit (newer version, broken chain): say so, naming the file.
+        raise LedgerCorrupt(f"{path}: {detail}", seq=exc.seq, offset=exc.offset) from None
+
+
+def first_line_intact(path) -> bool:
+    """True when the file's first line is a complete ledger line carrying its own hash: the file
+    is a ledger (perhaps damaged later), not some other file in its place."""
+    from ledger.codec import line_digest_ok
+
+    with open(path, "rb") as f:
+        first = f.readline(1 << 24)
+    return first.endswith(b"\n") and line_digest_ok(first[:-1])
 
 
 def print_json(obj: Any) -> None:

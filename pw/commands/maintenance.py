@@ -51,8 +51,24 @@ def rebuild(args) -> int:
 
 
 def repair(args) -> int:
+    from ledger.errors import LedgerCorrupt
+    from pw.commands.common import first_line_intact
+
     run, ledger = open_run(args.run)
-    event = ledger.repair()
+    path = run.ledger_path
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: empty file, expected a ProfileWeaver ledger; nothing repaired")
+    if not first_line_intact(path):
+        # Quarantining "the torn tail" of a file that never was a ledger would empty it and turn it
+        # into one; refuse and leave the file as it is.
+        raise InputError(f"{path}: not a ProfileWeaver ledger (first line is not a valid event); nothing repaired")
+    try:
+        event = ledger.repair()
+    except LedgerCorrupt as exc:
+        detail = str(exc).removeprefix("ledger: ")
+        raise LedgerCorrupt(
+            f"{path}: {detail}; only a torn tail can be repaired, nothing changed", seq=exc.seq, offset=exc.offset
+        ) from None
     if args.json:
         print_json({"repaired": event is not None, "event": to_builtins(event) if event else None})
     elif event is None:

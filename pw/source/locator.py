@@ -135,7 +135,11 @@ def _discover(root: Path, family: str) -> list[str]:
 def _expand_editable(root: Path, globs: list[str]) -> set[str]:
     editable: set[str] = set()
     for pattern in globs:
-        for match in root.glob(pattern):
+        try:
+            matches = sorted(root.glob(pattern))
+        except (ValueError, NotImplementedError):
+            raise InputError(f"editable pattern {pattern!r} must be a glob relative to the source root") from None
+        for match in matches:
             if match.is_dir():
                 editable.update(p.relative_to(root).as_posix() for p in match.rglob("*") if p.is_file())
             elif match.is_file():

@@ -96,9 +96,13 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
             events += [deep.captured, deep.normalized]
             if deep.profile.operation(hot.operation) is not None:
                 profile_for_lines = deep.profile
-    events.append(hot)
-    events += source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen)
-    return events
+    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen)
+    located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)
+    for t in (located.document.get("targets", []) if located else []):
+        if t.get("role") == "hotspot":  # the parser's definition range, not just the sampled lines
+            hot = msgspec.structs.replace(hot, line_start=t["line_start"], line_end=t["line_end"])
+            break
+    return events + [hot] + rest
 
 
 def _line_shares(profile: Profile, op_id: str) -> list[dict]:

@@ -1,0 +1,25 @@
+"""`pw report RUN`: rebuild report.json and report.md from the ledger and draw their plots."""
+
+from __future__ import annotations
+
+from pw.commands.common import checked_events, open_run, print_json, print_text
+
+
+def report(args) -> int:
+    from ledger.errors import RejectedCommand
+    from projections.materialize import rebuild_in_memory, write_all
+    from pw.app import RunHandle
+    from pw.plots import draw_all
+
+    run, ledger = open_run(args.run)
+    checked_events(run, ledger)
+    _, files = rebuild_in_memory(ledger)
+    if "report.md" not in files:
+        raise RejectedCommand(f"{run.path}: no candidate evaluated yet; run `pw prepare` and `pw evaluate` first")
+    write_all(run.path, files)
+    plots = draw_all(RunHandle(run.path))
+    if args.json:
+        print_json({"run_dir": str(run.path), "report": str(run.path / "report.md"), "plots": plots})
+    else:
+        print_text(f"report: {run.path / 'report.md'} ({len(plots)} plots in {run.path / 'plots'})")
+    return 0
