@@ -21,6 +21,9 @@ VERBS: dict[str, str] = {
     "status": "pw.commands.candidates:status",
     "report": "pw.commands.report:report",
     "demo": "pw.commands.demo:demo",
+    "inspect": "pw.commands.diagnose:inspect",
+    "doctor": "pw.commands.diagnose:doctor",
+    "tokens": "pw.commands.tokens:tokens",
     "log": "pw.commands.inspection:log",
     "replay": "pw.commands.inspection:replay",
     "audit": "pw.commands.maintenance:audit",
@@ -84,6 +87,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the whole loop on workloads/matmul-c with three bundled candidates")
     p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where the run directory goes (default runs/)")
     p.add_argument("--json", action="store_true", help="print run_dir and each candidate's status and gates")
+
+    p = sub.add_parser("inspect", help="one bounded diagnostic view (profile, lines, mechanisms, routing, ...)")
+    _run_arg(p)
+    p.add_argument("--section", default="profile",
+                   choices=("profile", "lines", "mechanisms", "facts", "routing", "timing", "gates", "diff", "slices"))
+    p.add_argument("--candidate", metavar="ID", help="a candidate's view (gates, timing, diff)")
+    p.add_argument("--group", metavar="G", help="only items mentioning G (e.g. a function or metric)")
+    p.add_argument("--format", choices=("text", "json", "speedscope"), default="text",
+                   help="speedscope: the normalized profile as a flame-graph file")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("doctor", help="which profilers are usable on this machine, and why not")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("tokens", help="measured o200k token cost of every skill, reference and brief")
+    p.add_argument("--run", metavar="RUN", help="also count a run's emitted brief and view")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("log", help="show the run's events as a table")
     _run_arg(p)

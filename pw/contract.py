@@ -28,6 +28,8 @@ def load_manifest(workload: Path) -> tuple[Contract, bytes]:
         doc = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
         raise InputError(f"{MANIFEST}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{MANIFEST}: not valid JSON (nested too deeply)") from None
     if not isinstance(doc, dict):
         raise InputError(f"{MANIFEST}: expected a JSON object at the top level, got {type(doc).__name__}")
     if "version" not in doc:
@@ -43,9 +45,28 @@ def _relative(value: str, field: str, name: str) -> None:
         raise InputError(f"{name}: {field}: expected a path inside the workload, got {value!r}")
 
 
+def _argv_env(step, field: str, name: str) -> None:
+    # A NUL byte or '=' in a variable name cannot be passed to exec(); say so now, not as a crash later.
+    for j, arg in enumerate(step.argv):
+        if "\x00" in arg:
+            raise InputError(f"{name}: {field}.argv[{j}]: expected a string without NUL bytes")
+    for key, value in getattr(step, "env", {}).items():
+        if not key or "=" in key or "\x00" in key or "\x00" in value:
+            raise InputError(f"{name}: {field}.env: expected NAME=value pairs (no '=' in names, no NUL), "
+                             f"got {key!r}")
+
+
 def check_contract(c: Contract, workload: Path, *, name: str) -> None:
     """Cross-field rules: paths stay inside the workload, each oracle kind has what it needs."""
     _relative(c.source.root, "source.root", name)
+    _argv_env(c.run, "run", name)
+    for i, step in enumerate(c.build):
+        _argv_env(step, f"build[{i}]", name)
+    for i, h in enumerate(c.oracle.holdout):
+        _argv_env(h, f"oracle.holdout[{i}]", name)
+    for j, arg in enumerate(c.oracle.argv or []):
+        if "\x00" in arg:
+            raise InputError(f"{name}: oracle.argv[{j}]: expected a string without NUL bytes")
     for i, glob in enumerate(c.source.editable):
         _relative(glob, f"source.editable[{i}]", name)
     for i, step in enumerate(c.build):
@@ -84,5 +105,9 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
     if o.reference and not (root / o.reference).is_file():
         raise InputError(f"{name}: oracle.reference: file {o.reference!r} not found in the workload")
     for i, glob in enumerate(c.source.editable):
-        if not any(p.is_file() for p in root.glob(glob)):
+        try:
+            matched = any(p.is_file() for p in root.glob(glob))
+        except (ValueError, IndexError, NotImplementedError):  # '', '.', 'a**' are not usable globs
+            raise InputError(f"{name}: source.editable[{i}]: expected a file glob, got {glob!r}") from None
+        if not matched:
             raise InputError(f"{name}: source.editable[{i}]: {glob!r} matches no file in the workload")

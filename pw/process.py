@@ -61,7 +61,7 @@ def run_process(
             proc = subprocess.Popen(
                 argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv/env, '=' in an env name
             err.write(f"cannot launch {argv[0]!r}: {exc.strerror or exc}\n".encode())
             return ProcessResult(
                 argv, None, None, False, f"{argv[0]}: {exc.strerror or exc}", 0.0, 0, str(stdout_path), str(stderr_path)

@@ -73,6 +73,8 @@ def decode_as(data: bytes, typ: type[T], *, name: str) -> T:
         doc = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise InputError(f"{name}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{name}: not valid JSON (nested too deeply)") from None
     return convert_as(doc, typ, name=name)
 
 
