@@ -40,13 +40,16 @@ def _compiler(candidates: tuple[str, ...]) -> str | None:
     return None
 
 
-def _has_make_target(workload: Path, target: str) -> bool:
-    try:
-        proc = subprocess.run(
-            ["make", "-n", target], cwd=workload, capture_output=True, timeout=30, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+def _has_make_target(workload: Path, files: list[str], target: str) -> bool:
+    # In a throwaway copy: even `make -n` remakes included makefiles (e.g. generated .d files).
+    with tempfile.TemporaryDirectory(prefix="pw-infer-") as tmp:
+        workspace.copy_files(workload, Path(tmp), files)
+        try:
+            proc = subprocess.run(
+                ["make", "-n", target], cwd=tmp, capture_output=True, timeout=30, stdin=subprocess.DEVNULL
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
     return proc.returncode == 0
 
 
@@ -68,9 +71,13 @@ def _trial_build(workload: Path, files: list[str], steps: list[Step]) -> list[st
         workspace.copy_files(workload, root, files)
         before = set(files)
         for step in steps:
-            proc = subprocess.run(
-                step.argv, cwd=root / step.cwd, capture_output=True, timeout=step.timeout_s, stdin=subprocess.DEVNULL
-            )
+            try:
+                proc = subprocess.run(
+                    step.argv, cwd=root / step.cwd, capture_output=True, timeout=step.timeout_s,
+                    stdin=subprocess.DEVNULL,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise InputError(f"{workload}: inferred build step {' '.join(step.argv)!r} failed: {exc}") from None
             if proc.returncode != 0:
                 tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
                 raise InputError(f"{workload}: inferred build step {' '.join(step.argv)!r} failed: {tail[0]}")
@@ -96,7 +103,7 @@ def infer_contract(workload: Path) -> tuple[Contract, list[str]]:
     if "Makefile" in files or "makefile" in files:
         build = [Step(argv=["make"], timeout_s=BUILD_TIMEOUT_S)]
         decisions.append("build: Makefile found -> `make`")
-        if _has_make_target(workload, "run"):
+        if _has_make_target(workload, files, "run"):
             run = Step(argv=["make", "-s", "run"], timeout_s=RUN_TIMEOUT_S)
             decisions.append("run: Makefile has a `run` target -> `make -s run`")
         else:

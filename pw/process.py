@@ -38,7 +38,7 @@ class ProcessResult(msgspec.Struct, frozen=True):
 def _kill_group(pid: int) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(pid, sig)
+            os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             return
         time.sleep(_KILL_GRACE_S if sig == signal.SIGTERM else 0)
@@ -62,9 +62,10 @@ def run_process(
                 argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
             )
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv/env, '=' in an env name
-            err.write(f"cannot launch {argv[0]!r}: {exc.strerror or exc}\n".encode())
+            reason = getattr(exc, "strerror", None) or exc
+            err.write(f"cannot launch {argv[0]!r}: {reason}\n".encode())
             return ProcessResult(
-                argv, None, None, False, f"{argv[0]}: {exc.strerror or exc}", 0.0, 0, str(stdout_path), str(stderr_path)
+                argv, None, None, False, f"{argv[0]}: {reason}", 0.0, 0, str(stdout_path), str(stderr_path)
             )
         fired = threading.Event()
 
@@ -86,7 +87,7 @@ def run_process(
         proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped by us
         # Anything the program forked and left running dies with its group.
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.kill(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
     code = proc.returncode

@@ -99,8 +99,9 @@ def doctor(args) -> int:
     if args.json:
         print_json({"adapters": rows})
         return 0
-    from pw.commands.common import console
     from rich.table import Table
+
+    from pw.commands.common import console
 
     table = Table(title="pw doctor: profilers on this machine", title_justify="left")
     for col in ("adapter", "usable", "mode", "version", "reason"):

@@ -6,13 +6,12 @@ from pathlib import Path
 
 from ledger.codec import to_builtins
 from ledger.errors import InputError
-from pw.commands.common import checked_events, console, open_run, print_json, print_text
+from pw.commands.common import checked_events, open_run, print_json, print_text
 
 
 def audit(args) -> int:
-    from pw.audit import audit_run
-
     from ledger.errors import LedgerCorrupt
+    from pw.audit import audit_run
 
     run, ledger = open_run(args.run)
     try:

@@ -44,7 +44,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
     needs_campaign = fresh or contract.sampling.mode == "winner-confirmation"
     launched = False
     if needs_campaign:
-        from pw.workflows.evaluate import baseline_target, candidate_target, ensure_baseline_built, reprofile, tool_versions
+        from pw.workflows.evaluate import candidate_target, ensure_baseline_built, reprofile, tool_versions
 
         ws = handle.path / cand.prepared.workspace
         files = workspace.source_files(ws)
@@ -67,7 +67,6 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         else:
             state = handle.record(state, [result.timing])
             state = reprofile(handle, state, target, progress)
-        _ = baseline_target
     j = judge.judge_events(handle.ledger.events(), cid, handle.evidence)
     if j.profile_diff is not None:
         handle.evidence.put(j.profile_diff)

@@ -61,6 +61,19 @@ def _editable_files(state, target: Target) -> set[str]:
     return {f for f in target.files if is_editable(f, contract) and f not in protected}
 
 
+def _answered_rung(decision: routing.RoutingDecision, profile: Profile) -> routing.RoutingDecision:
+    """The decision at the finest rung the captured profile answers, not just the rung it was asked.
+
+    A discovery that fell back to callgrind already holds exact per-line instruction counts; judged as
+    a sampling rung it has "0 samples per line" and would capture the same counts a second time.
+    """
+    have = routing.rung_for([*profile.granularity, *profile.metrics])
+    order = [r.name for r in routing.LADDER]
+    if decision.rung in order and order.index(have.name) > order.index(decision.rung):
+        return msgspec.structs.replace(decision, rung=have.name)
+    return decision
+
+
 def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[str], None]) -> list[ev.Payload]:
     run = state.run
     contract = run.contract
@@ -82,7 +95,7 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     hot = hs.select_hotspot(found.profile, editable)
     profile_for_lines: Profile = found.profile
 
-    step = routing.escalate(discovery, found.profile, hot.operation)
+    step = routing.escalate(_answered_rung(discovery, found.profile), found.profile, hot.operation)
     if step.to_rung is None:
         events.append(ev.RoutingDecided(phase="diagnosis", chosen=None, reason=f"no escalation: {step.reason}",
                                         rejected=[], needs=list(step.needs)))
