@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
-import typing
 from typing import Any, Literal, Union
 
 import msgspec

@@ -192,6 +192,7 @@ class ProfileCaptured(Payload, frozen=True):
     wall_s: float
     tool_version: str | None
     command: list[str]
+    source_root: str = ""  # absolute build tree the raw paths refer to; normalize needs it again
 
 
 class ProfileNormalized(Payload, frozen=True):

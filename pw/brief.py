@@ -24,8 +24,14 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def brief_lines(n: dict[str, Any]) -> list[BriefLine]:
-    """The candidate lines of the brief from its numbers (see `agent-brief.json`)."""
+# Said instead of the run directory's path when that path is too long for the budget (the brief lives in it).
+RUN_HERE = "the directory holding this brief"
+
+
+def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefLine]:
+    """The candidate lines of the brief from its numbers (see `agent-brief.json`).
+
+    `run_ref` names the run in the next command; the default is the run directory's path."""
     hs = n["hotspot"]
     lines = [
         BriefLine(f"ProfileWeaver brief · run {n['run_id']} · workload {n['workload']}", 0),
@@ -64,10 +70,19 @@ def brief_lines(n: dict[str, Any]) -> list[BriefLine]:
             "mechanism (hotspot shrink explains the saving), no collateral, attribution, reproducible.",
             0,
         ),
-        BriefLine(f"Next (RUN={n['run_dir']}): pw prepare RUN --candidate ID:baseline:MECHANISM; pw evaluate RUN ID",
-                  0),
+        BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate ID:baseline:MECHANISM; "
+                  "pw evaluate RUN ID", 0),
     ]
     return lines
+
+
+def render_brief(n: dict[str, Any], count: Callable[[str], int], budget: int = TOKEN_BUDGET) -> tuple[str, int]:
+    """The fitted brief. A run directory whose path alone would push the essentials over the budget is
+    named by where the brief lives instead, so a deep `--runs-dir` cannot make `pw start` fail."""
+    try:
+        return fit_brief(brief_lines(n), count, budget)
+    except ValueError:
+        return fit_brief(brief_lines(n, run_ref=RUN_HERE), count, budget)
 
 
 def fit_brief(lines: list[BriefLine], count: Callable[[str], int], budget: int = TOKEN_BUDGET) -> tuple[str, int]:

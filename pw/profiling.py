@@ -39,7 +39,7 @@ def capture(
     out_dir.mkdir(parents=True)
     req = CaptureRequest(
         argv=list(contract.run.argv),
-        cwd=str(target.build_dir / contract.run.cwd),
+        cwd=str((target.build_dir / contract.run.cwd).resolve()),
         out_dir=str(out_dir),
         label=target.label,
         env=dict(contract.run.env),
@@ -51,7 +51,8 @@ def capture(
         raise ToolError(f"{adapter_name}: {exc}") from None
     artifacts = read_artifacts(cap)
     shas = {role: evidence.put(data) for role, data in sorted(artifacts.items())}
-    profile = adapter.normalize(artifacts, str(target.build_dir), target.label)
+    root = str(target.build_dir.resolve())
+    profile = adapter.normalize(artifacts, root, target.label)
     profile_sha = evidence.put(encode_profile(profile))
     shutil.rmtree(out_dir, ignore_errors=True)
     primary = profile.primary_metric
@@ -63,6 +64,7 @@ def capture(
             wall_s=round(cap.wall_s, 6),
             tool_version=cap.tool_version or None,
             command=cap.commands[0] if cap.commands else [],
+            source_root=root,
         ),
         normalized=ev.ProfileNormalized(
             adapter=adapter_name,
@@ -83,4 +85,4 @@ def renormalize(evidence: EvidenceStore, captured: ev.ProfileCaptured, build_dir
     """The profile the adapter's pure normalize gives for the stored raw bytes (for audit)."""
     adapter = adapter_by_name(captured.adapter)
     artifacts = {role: evidence.get(sha) for role, sha in captured.artifacts.items()}
-    return encode_profile(adapter.normalize(artifacts, build_dir, captured.target))
+    return encode_profile(adapter.normalize(artifacts, captured.source_root or build_dir, captured.target))

@@ -134,7 +134,7 @@ def _evidence_text(e: dict) -> str:
 
 
 def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str):
-    from pw.brief import brief_lines, fit_brief
+    from pw.brief import render_brief
     from pw.mechanisms import rank_mechanisms
     from pw.source.locator import locate
     from pw.tokens import TOKENIZER, count_tokens
@@ -205,7 +205,7 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         # Point the agent at the hot ranges first.
         focus_files = [t.file for t in located.targets if t.editable]
         numbers["editable"] = sorted(set(editable), key=lambda f: (f not in focus_files, f))
-    text, tokens = fit_brief(brief_lines(numbers), count_tokens)
+    text, tokens = render_brief(numbers, count_tokens)
     view = {
         "profile": {"adapter": adapter, "tool": discovery.tool, "tool_version": discovery.tool_version,
                     "totals": discovery.totals,
