@@ -42,8 +42,7 @@ PLACEHOLDERS: dict[str, str] = {
     "ID2": "blocked",
     "ID": "loop-order",
     "MECHANISM": "loop-interchange",
-    "SECTION": "hotspot",
-    "GROUP": "lines",
+    "FUNCTION": "matmul",
     "N": "3",
 }
 
@@ -193,6 +192,21 @@ def command_lines(block_text: str, program: str = "pw") -> list[str]:
 def pw_commands(markdown: str) -> list[str]:
     """Every ``pw ...`` command line in the fenced code blocks of a markdown text."""
     return [c for b in code_blocks(markdown) for c in command_lines(b.text)]
+
+
+_INLINE = re.compile(r"`(?:\.venv/bin/)?(pw [^`]*)`")
+
+
+def inline_commands(markdown: str) -> list[str]:
+    """Backticked ``pw ...`` mentions in prose (``.venv/bin/pw`` written as ``pw``); a bare verb
+    (``pw evaluate``) or an elided one (``pw confirm ... --fresh``) is kept as written."""
+    return [m.group(1).strip() for m in _INLINE.finditer(markdown)]
+
+
+def is_complete(command: str) -> bool:
+    """Whether an inline mention is a whole command line (arguments given, nothing elided)."""
+    parts = command.split()
+    return len(parts) > 2 and "..." not in command
 
 
 def walkthrough(markdown: str) -> list[str]:
