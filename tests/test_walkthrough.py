@@ -1,0 +1,54 @@
+"""Drive ProfileWeaver exactly as the root skill tells an agent to, from `pw start` to `pw confirm`.
+
+The command lines come from the `<!-- walkthrough -->` block of skills/profile-weaver/SKILL.md;
+the only thing the test adds is the agent's edit (the bundled loop-interchange patch) at the point
+where the skill says to edit, and the run directory `pw start` printed in place of RUN.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from pw import skilltree
+from pw.cli import main
+from pw.workflows.demo import apply_patch
+
+REPO = Path(__file__).resolve().parent.parent
+ROOT_SKILL = REPO / "skills" / "profile-weaver" / "SKILL.md"
+
+
+@pytest.mark.slow
+def test_root_skill_walkthrough_runs_from_start_to_confirm(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    commands = skilltree.walkthrough(ROOT_SKILL.read_text())
+    verbs = [shlex.split(c)[1] for c in commands]
+    assert verbs[0] == "start" and "confirm" in verbs, verbs
+    run_dir = None
+    for line in commands:
+        argv = shlex.split(line)[1:]
+        if argv[0] == "start":
+            argv += ["--runs-dir", str(tmp_path / "runs"), "--json"]
+        else:
+            argv = [run_dir if a == "RUN" else a for a in argv]
+        code = main(argv)
+        out = capsys.readouterr().out
+        if argv[0] == "start":
+            assert code == 0, out
+            run_dir = json.loads(out)["run_dir"]
+            assert (Path(run_dir) / "agent-brief.txt").is_file()
+        elif argv[0] == "prepare":
+            assert code == 0, out
+            workspace = Path(run_dir) / "candidates" / "loop-order" / "src"
+            assert "matmul.c" in out
+            # The agent's edit, where the skill says to make it.
+            apply_patch(REPO / "workloads" / "matmul-c" / "candidates" / "interchange.patch", workspace)
+        elif argv[0] in ("evaluate", "confirm"):
+            assert code == 0, f"{line}: exit {code}\n{out}"
+            assert "verified" in out
+        else:
+            assert code == 0, f"{line}: exit {code}\n{out}"
+    assert main(["audit", run_dir]) == 0
