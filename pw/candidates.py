@@ -15,7 +15,7 @@ from ledger.contract import Contract
 from ledger.errors import InputError, RejectedCommand
 from projections.state import CandidateState, RunState
 
-ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 RESERVED_IDS = frozenset({"baseline", "current"})
 KEPT_STATUSES = ("verified",)
 
@@ -37,7 +37,7 @@ def parse_candidate(text: str) -> CandidateSpec:
 
 
 def check_id(cid: str) -> None:
-    if not ID_PATTERN.match(cid) or cid in RESERVED_IDS:
+    if not ID_PATTERN.fullmatch(cid) or cid in RESERVED_IDS:  # fullmatch: `$` would allow a trailing newline
         shown = cid if len(cid) <= 40 else cid[:37] + "..."
         raise InputError(
             f"candidate id {shown!r}: expected 1-32 lowercase letters, digits and dashes, starting with a letter "

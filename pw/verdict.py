@@ -49,20 +49,20 @@ def reach_verdict(
     analysis: dict[str, Any] | msgspec.Struct | None,
     *,
     refused_edits: Sequence[str],
-    build_ok: bool,
+    build_ok: bool | None,
     oracle_passed: bool | None,
     exploratory: bool,
     min_pairs: int = DEFAULT_MIN_PAIRS,
 ) -> tuple[Status, list[str]]:
     """(status, reasons) for one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or
-    its ``msgspec.to_builtins`` dict. ``oracle_passed`` is None when the oracle did not run."""
+    its ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run."""
     by_name = {g.name: g for g in gates}
     a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
 
     rejections = []
     if refused_edits:
         rejections.append(f"{EDIT_REFUSED} {', '.join(refused_edits)}")
-    if not build_ok:
+    if build_ok is False:  # None: no build was attempted (e.g. refused edits), not a failed one
         rejections.append(f"{BUILD_FAILED} the candidate did not build")
     if oracle_passed is False:
         corr = by_name.get("correctness")

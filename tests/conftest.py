@@ -5,6 +5,7 @@ Keep this file small; helpers specific to one area belong in that area's test mo
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,24 @@ def deterministic_ledger(path: Path) -> Ledger:
 
 
 @pytest.fixture
+def scratch(tmp_path: Path):
+    """A scratch directory on tmpfs when there is one (fsync is nearly free there), for tests that
+    write thousands of small ledgers; the behaviour under test does not depend on the disk."""
+    import shutil
+    import tempfile
+
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    path = Path(tempfile.mkdtemp(prefix="pw-test-", dir=shm))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     """A run directory holding a ledger with RunStarted and one Note."""
     run = tmp_path / "20260101-000000-demo"
@@ -48,3 +67,191 @@ def run_dir(tmp_path: Path) -> Path:
     ledger.append(make_run_started(run.name), expected_seq=0)
     ledger.append(ev.Note(text="hello"), expected_seq=1)
     return run
+
+
+# --- running `pw` in-process ----------------------------------------------------------------------
+
+WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def __repr__(self) -> str:
+        return f"CliResult(code={self.code}, out={self.out[-400:]!r}, err={self.err[-400:]!r})"
+
+
+@pytest.fixture
+def pw_cli(capsys):
+    """`pw_cli("start", "--workload", d)` runs `pw.cli.main` in-process and returns its exit code,
+    stdout and stderr (argparse's SystemExit becomes the exit code)."""
+    from pw.cli import main
+
+    def run(*args) -> CliResult:
+        capsys.readouterr()
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+        out, err = capsys.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+@pytest.fixture
+def copy_workload(tmp_path: Path):
+    """Copy a bundled workload (by name) into tmp_path and return the copy's path."""
+    import shutil
+
+    def copy(name: str) -> Path:
+        dest = tmp_path / "workloads" / name
+        shutil.copytree(WORKLOADS / name, dest, symlinks=True)
+        return dest
+
+    return copy
+
+
+_PROBES: list = []
+
+
+@pytest.fixture
+def fast_preflight(monkeypatch):
+    """Probe the profilers for real once per session, then reuse the result: tests of `pw start`
+    that are not about profilers skip the multi-second probe runs."""
+    import pw.preflight
+
+    if not _PROBES:
+        _PROBES.append(pw.preflight.probe_profilers())
+    monkeypatch.setattr(pw.preflight, "probe_profilers", lambda: list(_PROBES[0]))
+
+
+# --- end-to-end helpers: the real `pw` on real workloads -----------------------------------------
+#
+# `pw start` on workloads/matmul-c takes 20-40 s on the 2-core dev VM, so it runs once per session
+# and every test works on a copy of that run (`copy_run`). Copying is sound: every path the ledger
+# uses to find files is relative to the run directory, and ProfileCaptured records the absolute
+# build tree its raw paths refer to, so `pw audit` passes on a copy too.
+
+
+class PwResult(CliResult):
+    def json(self):
+        import json
+
+        return json.loads(self.out)
+
+
+def pw_main(*args: object) -> PwResult:
+    """`pw ARGS...` in this process, usable outside a test (session fixtures): stdout and stderr
+    are captured by swapping sys.stdout/sys.stderr (with a .buffer, as `print_json` needs)."""
+    import io
+    import sys
+
+    from pw.cli import main
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse usage errors
+            code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        sys.stdout, sys.stderr = saved
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        texts.append(stream.buffer.getvalue().decode("utf-8", errors="replace"))
+    return PwResult(code, *texts)
+
+
+def copy_run(run: Path, dest_parent: Path) -> Path:
+    """A copy of a run directory (same name) under ``dest_parent``."""
+    import shutil
+
+    dest = dest_parent / run.name
+    shutil.copytree(run, dest, symlinks=True)
+    return dest
+
+
+def ledger_events(run: Path) -> list:
+    return Ledger(run / "ledger.jsonl").events()
+
+
+def apply_patch(workspace: Path, patch: Path) -> None:
+    import subprocess
+
+    subprocess.run(["patch", "-s", "-p1", "-i", str(patch)], cwd=workspace, check=True)
+
+
+def start_run(workload: Path, runs_dir: Path, *extra: object) -> Path:
+    result = pw_main("start", "--workload", workload, "--runs-dir", runs_dir, "--json", *extra)
+    assert result.code == 0, result
+    return Path(result.json()["run_dir"])
+
+
+@pytest.fixture(scope="session")
+def _matmul_started(tmp_path_factory) -> Path:
+    return start_run(WORKLOADS / "matmul-c", tmp_path_factory.mktemp("matmul-started"))
+
+
+@pytest.fixture(scope="session")
+def matmul_template(_matmul_started, tmp_path_factory) -> Path:
+    """A started matmul-c run (baseline timed and profiled, no candidates), made once per session.
+    Never modify it: ``copy_run(matmul_template, tmp_path)`` and work on the copy."""
+    return copy_run(_matmul_started, tmp_path_factory.mktemp("matmul-template"))
+
+
+@pytest.fixture(scope="session")
+def matmul_interchange(matmul_template, _matmul_started) -> Path:
+    """The session's started run itself with candidate ``a`` = candidates/interchange.patch prepared
+    and evaluated. Read only: copy it to change it."""
+    run = _matmul_started
+    assert pw_main("prepare", run, "--candidate", "a:baseline:loop interchange i-k-j").code == 0
+    apply_patch(run / "candidates" / "a" / "src", WORKLOADS / "matmul-c" / "candidates" / "interchange.patch")
+    result = pw_main("evaluate", run, "a", "--json")
+    assert result.code in (0, 1), result
+    return run
+
+
+TINY_C = """\
+#include <stdio.h>
+int main(void)
+{
+    unsigned long s = 0;
+    for (unsigned long i = 0; i < 300000; i++)
+        s += i % 7;
+    printf("sum %lu\\n", s);
+    return 0;
+}
+"""
+
+
+def write_tiny_c_workload(root: Path) -> Path:
+    """A C workload that builds and runs in milliseconds: tiny.c (editable), stdout oracle."""
+    import json
+
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "tiny.c").write_text(TINY_C)
+    (root / "Makefile").write_text("tiny: tiny.c\n\tcc -O1 -o tiny tiny.c\n")
+    (root / "reference").mkdir(exist_ok=True)
+    (root / "reference" / "stdout.txt").write_text(f"sum {sum(i % 7 for i in range(300000))}\n")
+    (root / "profileweaver.json").write_text(json.dumps({
+        "version": 1, "name": "tiny", "source": {"editable": ["tiny.c"]},
+        "build": [{"argv": ["make"], "timeout_s": 60}],
+        "run": {"argv": ["./tiny"], "timeout_s": 20},
+        "oracle": {"kind": "stdout", "reference": "reference/stdout.txt"},
+    }))
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_budget_run(tmp_path_factory) -> Path:
+    """A started (unprofiled) run of the tiny C workload with ``--iterations 1 --repairs 1``.
+    Never modify it: copy it."""
+    base = tmp_path_factory.mktemp("tiny")
+    workload = write_tiny_c_workload(base / "workload")
+    return start_run(workload, base / "runs", "--iterations", 1, "--repairs", 1, "--no-profile")

@@ -149,7 +149,12 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> obj
     if adapter is None:
         return state
     progress(f"reprofile with {adapter}")
+    before = workspace.snapshot(target.build_dir)
     result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch")
+    # Like every timed run (execute.run_once), the profiled run must not leave files in the build
+    # tree: a file it creates there (a result cache) would be read by the next campaign's runs.
+    for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
+        (target.build_dir / rel).unlink(missing_ok=True)
     state = handle.record(state, [result.captured, result.normalized])
     judge.write_candidate_profile_files(handle, state, target.label)
     return state

@@ -1,0 +1,189 @@
+"""The candidate loop end to end on workloads/matmul-c: prepare, evaluate, confirm, status, audit.
+
+The session's started run (tests/conftest.py) is reused; tests that change a run work on a copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ledger import events as ev
+from pw.gates import GATE_NAMES
+from tests.conftest import WORKLOADS, apply_patch, copy_run, ledger_events, pw_main
+
+BUNDLED = WORKLOADS / "matmul-c" / "candidates"
+
+
+def of_type(run: Path, kind: type) -> list:
+    return [e.data for e in ledger_events(run) if isinstance(e.data, kind)]
+
+
+@pytest.mark.slow
+def test_interchange_is_verified_with_all_six_gates(matmul_interchange):
+    run = matmul_interchange
+    verdict = [v for v in of_type(run, ev.VerdictReached) if v.id == "a"]
+    gates = [g for g in of_type(run, ev.GatesEvaluated) if g.id == "a"]
+    assert len(verdict) == 1 and len(gates) == 1
+    assert verdict[0].status == "verified", verdict[0].reasons
+    assert [g.name for g in gates[0].gates] == list(GATE_NAMES)
+    assert all(g.passed for g in gates[0].gates), [g for g in gates[0].gates if not g.passed]
+    assert verdict[0].interval[0] > 1.0 and verdict[0].speedup > verdict[0].interval[0]
+
+    status = pw_main("status", run, "--json")
+    assert status.code == 0
+    row = status.json()["candidates"][0]
+    assert row["id"] == "a" and row["status"] == "verified" and row["kept"] is True
+    assert row["gates"] == {name: True for name in GATE_NAMES}
+    assert status.json()["best"] == "a"
+    # Everything the run claims recomputes.
+    audit = pw_main("audit", run)
+    assert audit.code == 0, audit
+
+
+@pytest.mark.slow
+def test_broken_candidate_is_rejected_oracle_failed(matmul_template, tmp_path):
+    run = copy_run(matmul_template, tmp_path)
+    assert pw_main("prepare", run, "--candidate", "b:baseline:interchange, off by one").code == 0
+    apply_patch(run / "candidates" / "b" / "src", BUNDLED / "broken.patch")
+    result = pw_main("evaluate", run, "b", "--json")
+    assert result.code == 1, result
+    out = result.json()
+    assert out["status"] == "rejected"
+    assert [r.split(":")[0] for r in out["reasons"]] == ["oracle-failed"]
+    assert "vs reference/stdout.txt" in out["reasons"][0]
+    assert out["repairs_left"] == 7  # one failed attempt spends no repair yet: the next evaluate is the repair
+
+
+@pytest.mark.slow
+def test_noop_rewrite_is_not_verified(matmul_template, tmp_path):
+    run = copy_run(matmul_template, tmp_path)
+    assert pw_main("prepare", run, "--candidate", "n:baseline:rename sum to acc").code == 0
+    apply_patch(run / "candidates" / "n" / "src", BUNDLED / "noop.patch")
+    result = pw_main("evaluate", run, "n", "--json")
+    assert result.code == 1, result
+    out = result.json()
+    assert out["status"] in ("rejected", "inconclusive", "proposed")
+    assert next(g for g in out["gates"] if g["name"] == "correctness")["passed"]
+    assert not next(g for g in out["gates"] if g["name"] == "significance")["passed"]
+
+
+def _forbid_processes(monkeypatch) -> list[str]:
+    """Make every way of starting a process raise; return the list of attempts."""
+    attempts: list[str] = []
+
+    def forbidden(name):
+        def refuse(*args, **kwargs):
+            attempts.append(name)
+            raise AssertionError(f"confirm without --fresh started a process via {name}")
+
+        return refuse
+
+    monkeypatch.setattr(subprocess, "Popen", forbidden("subprocess.Popen"))
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve", "execvp",
+                 "execvpe", "spawnv", "spawnve", "spawnvp", "spawnvpe"):
+        if hasattr(os, name):
+            monkeypatch.setattr(os, name, forbidden(f"os.{name}"))
+    return attempts
+
+
+@pytest.mark.slow
+def test_confirm_without_fresh_launches_no_process(matmul_interchange, tmp_path, monkeypatch):
+    run = copy_run(matmul_interchange, tmp_path)
+    timings_before = len(of_type(run, ev.TimingRecorded))
+    attempts = _forbid_processes(monkeypatch)
+    result = pw_main("confirm", run, "a", "--json")
+    monkeypatch.undo()
+    assert attempts == []
+    assert result.code == 0, result
+    out = result.json()
+    assert out["launched"] is False and out["fresh"] is False and out["status"] == "verified"
+    confirmed = of_type(run, ev.WinnerConfirmed)
+    verdict = [v for v in of_type(run, ev.VerdictReached) if v.id == "a"][-1]
+    assert len(confirmed) == 1 and confirmed[0].id == "a" and confirmed[0].fresh is False
+    assert (confirmed[0].status, confirmed[0].speedup, confirmed[0].interval) == \
+        (verdict.status, verdict.speedup, verdict.interval)
+    assert len(of_type(run, ev.TimingRecorded)) == timings_before
+
+
+@pytest.mark.slow
+def test_confirm_fresh_runs_a_new_confirmation_campaign(matmul_interchange, tmp_path):
+    run = copy_run(matmul_interchange, tmp_path)
+    before = of_type(run, ev.TimingRecorded)
+    result = pw_main("confirm", run, "a", "--fresh", "--json")
+    assert result.code in (0, 1), result
+    out = result.json()
+    assert out["launched"] is True and out["fresh"] is True
+    after = of_type(run, ev.TimingRecorded)
+    new = after[len(before):]
+    assert [t.purpose for t in new] == ["confirmation"]
+    assert new[0].targets == ["baseline", "a"] and len(new[0].samples["a"]) >= 5
+    confirmed = of_type(run, ev.WinnerConfirmed)
+    assert len(confirmed) == 1 and confirmed[0].fresh is True
+    # The confirmation is judged on the new samples, not the screening ones.
+    seqs = [e.seq for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded)]
+    assert confirmed[0].timing_seq == seqs[-1]
+    assert out["status"] == confirmed[0].status
+
+
+@pytest.mark.slow
+def test_audit_names_the_verdict_an_edited_sample_no_longer_supports(matmul_interchange, tmp_path):
+    run = copy_run(matmul_interchange, tmp_path)
+    path = run / "ledger.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    edited = 0
+    for i, line in enumerate(lines):
+        env = json.loads(line)
+        if env["type"] == "TimingRecorded" and "a" in env["data"]["targets"]:
+            env["data"]["samples"]["a"][0] *= 3.0  # one sample of the candidate, three times slower
+            lines[i] = (json.dumps(env, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+            edited += 1
+    assert edited == 1
+    path.write_bytes(b"".join(lines))
+
+    result = pw_main("audit", run)
+    assert result.code == 1, result
+    text = result.out + result.err
+    failed = [line for line in text.splitlines() if line.startswith("audit failed")]
+    assert len(failed) == 1
+    assert "candidate a" in failed[0] and "verdict" in failed[0], failed[0]
+
+
+@pytest.mark.slow
+def test_audit_recomputes_the_verdict_even_when_the_chain_is_rewritten(matmul_interchange, tmp_path):
+    """A forger who edits a sample and re-hashes the whole chain: the chain passes, the verdict
+    recomputation must still name the verdict that no longer follows."""
+    import msgspec
+
+    from ledger.store import Ledger
+
+    run = copy_run(matmul_interchange, tmp_path)
+    events = ledger_events(run)
+    (run / "ledger.jsonl").unlink()
+    forged = Ledger(run / "ledger.jsonl")
+    for env in events:
+        data = env.data
+        if isinstance(data, ev.TimingRecorded) and "a" in data.targets:
+            samples = dict(data.samples)
+            samples["a"] = [samples["a"][0] * 3.0, *samples["a"][1:]]
+            data = msgspec.structs.replace(data, samples=samples)
+        forged.append(data, expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
+
+    result = pw_main("audit", run, "--json")
+    assert result.code == 1, result
+    checks = {c["name"]: c for c in result.json()["checks"]}
+    assert checks["chain"]["ok"]
+    assert not checks["verdicts"]["ok"]
+    assert "candidate a" in checks["verdicts"]["detail"] and "verdict" in checks["verdicts"]["detail"]
+
+
+@pytest.mark.slow
+def test_a_copied_run_still_audits_clean(matmul_interchange, tmp_path):
+    """The tests above work on copies of runs; a copy (a moved run) must still audit clean."""
+    run = copy_run(matmul_interchange, tmp_path / "elsewhere")
+    result = pw_main("audit", run)
+    assert result.code == 0, result

@@ -1,0 +1,172 @@
+"""Planted cheating candidates (tests/data/candidates/matmul-c/README.md) are never verified.
+
+Each end-to-end test applies one patch in a candidate workspace of a copy of the session's started
+matmul-c run, evaluates it with the real `pw`, and checks the verdict and the gate that catches it.
+The Amdahl-ceiling defence is shown at the gate level on a real evaluation's recorded inputs, since
+no real patch of this workload can beat the hotspot's ceiling without skipping work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from ledger import events as ev
+from ledger.contract import Contract, Oracle, Source, Step
+from pw import candidates, gates
+from tests.conftest import apply_patch, copy_run, ledger_events, pw_main
+
+CHEATS = Path(__file__).resolve().parent / "data" / "candidates" / "matmul-c"
+
+
+def evaluate_patch(template: Path, tmp_path: Path, patch: Path, cid: str = "c") -> tuple[Path, dict]:
+    run = copy_run(template, tmp_path)
+    assert pw_main("prepare", run, "--candidate", f"{cid}:baseline:{patch.stem}").code == 0
+    apply_patch(run / "candidates" / cid / "src", patch)
+    result = pw_main("evaluate", run, cid, "--json")
+    assert result.code in (0, 1), result  # 0 verified, 1 any other verdict; never a usage error
+    out = result.json()
+    assert result.code == (0 if out["status"] == "verified" else 1)
+    return run, out
+
+
+def gate(out: dict, name: str) -> dict:
+    return next(g for g in out["gates"] if g["name"] == name)
+
+
+def judged(run: Path, cid: str) -> tuple[ev.GatesEvaluated, ev.VerdictReached]:
+    events = [e.data for e in ledger_events(run)]
+    g = [d for d in events if isinstance(d, ev.GatesEvaluated) and d.id == cid][-1]
+    v = [d for d in events if isinstance(d, ev.VerdictReached) and d.id == cid][-1]
+    return g, v
+
+
+@pytest.mark.slow
+def test_skip_work_fails_the_holdout_and_is_rejected(matmul_template, tmp_path):
+    """Hard-coded answer for n=720 seed 1: the timed input matches, holdout `720 2` does not."""
+    run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "skip-work.patch")
+    assert out["status"] == "rejected"
+    assert len(out["reasons"]) == 1 and out["reasons"][0].startswith("oracle-failed:")
+    assert "holdout 2 vs reference/holdout-720-2.txt" in out["reasons"][0]
+    assert not gate(out, "correctness")["passed"]
+    # The main comparison passed: only the holdout caught it.
+    oracle = [e.data for e in ledger_events(run) if isinstance(e.data, ev.OracleChecked) and e.data.target == "c"]
+    assert len(oracle) == 1 and not oracle[0].passed and "holdout 2" in oracle[0].detail
+    assert not any(isinstance(e.data, ev.TimingRecorded) and "c" in e.data.targets for e in ledger_events(run))
+
+
+@pytest.mark.slow
+def test_cache_file_across_runs_fails_correctness(matmul_template, tmp_path):
+    """Caches C in ./.matmul-cache-720-1.bin: each run starts without it (removed and reported),
+    so there is no speedup to gain, and the correctness gate names the file left behind."""
+    run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "cache-file.patch")
+    assert out["status"] != "verified"
+    corr = gate(out, "correctness")
+    assert not corr["passed"]
+    assert "runs left files behind" in corr["detail"] and ".matmul-cache-720-1.bin" in corr["detail"]
+    if out["status"] == "proposed":  # significance passed by chance: correctness still blocks it
+        assert any(r.startswith("gate correctness:") for r in out["reasons"])
+    # The cache never survived into the next run: nothing of it is left in the build tree.
+    assert not list((run / "build" / "c").glob(".matmul-cache-*"))
+
+
+@pytest.mark.slow
+def test_edit_oracle_is_refused_and_reference_is_protected(matmul_template, tmp_path):
+    """Rewrites reference/stdout.txt to match a wrong matmul: refused before anything is built."""
+    run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "edit-oracle.patch")
+    assert out["status"] == "rejected"
+    assert out["reasons"] == ["edit-refused: reference/stdout.txt"]
+    corr = gate(out, "correctness")
+    assert not corr["passed"] and "refused edits" in corr["detail"] and "reference/stdout.txt" in corr["detail"]
+    diff = [e.data for e in ledger_events(run) if isinstance(e.data, ev.CandidateDiffRecorded)][-1]
+    assert diff.refused == ["reference/stdout.txt"] and sorted(diff.changed) == ["matmul.c", "reference/stdout.txt"]
+    assert not any(isinstance(e.data, ev.BuildFinished) and e.data.target == "c" for e in ledger_events(run))
+    # The baseline's reference, the one every oracle reads, is untouched.
+    original = (Path(__file__).resolve().parents[1] / "workloads" / "matmul-c" / "reference" / "stdout.txt").read_bytes()
+    assert (run / "baseline" / "reference" / "stdout.txt").read_bytes() == original
+
+
+def test_protected_files_are_refused_even_when_editable_globs_cover_them():
+    contract = Contract(
+        version=1, name="w", source=Source(editable=["*", "**/*"]), run=Step(argv=["./w"]),
+        oracle=Oracle(kind="stdout", reference="reference/stdout.txt"),
+    )
+    changed = ["kernel.c", "reference/stdout.txt", "profileweaver.json"]
+    assert candidates.refused_edits(changed, contract) == ["profileweaver.json", "reference/stdout.txt"]
+
+
+@pytest.mark.slow
+def test_edit_harness_is_refused(matmul_template, tmp_path):
+    """Does the multiply inline in main.c (the harness, outside source.editable)."""
+    run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "edit-harness.patch")
+    assert out["status"] == "rejected"
+    assert out["reasons"] == ["edit-refused: main.c"]
+    corr = gate(out, "correctness")
+    assert not corr["passed"] and "main.c" in corr["detail"]
+    assert not any(isinstance(e.data, ev.BuildFinished) and e.data.target == "c" for e in ledger_events(run))
+
+
+@pytest.mark.slow
+def test_non_hotspot_speedup_is_not_verified(matmul_template, tmp_path):
+    """A real ~10% saving in fill_matrix, not in the hotspot matmul: the mechanism gate must not
+    pass it as a hotspot improvement. On a noisy machine it may also be inconclusive."""
+    run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "non-hotspot.patch")
+    assert out["status"] != "verified"
+    assert gate(out, "correctness")["passed"]  # the rewrite is correct; only its claim is wrong
+    mech = gate(out, "mechanism")
+    if gate(out, "significance")["passed"]:
+        assert not mech["passed"], mech
+        assert out["status"] == "proposed" and any(r.startswith("gate mechanism:") for r in out["reasons"])
+    if not mech["passed"]:
+        assert "matmul" in mech["detail"]
+
+
+@pytest.mark.slow
+def test_speedup_above_the_amdahl_ceiling_fails_mechanism(matmul_interchange):
+    """The recorded inputs of a real (verified) evaluation, with the speedup interval moved above
+    the hotspot's Amdahl ceiling: the same pure gates must now fail mechanism, naming Amdahl."""
+    recorded, _ = judged(matmul_interchange, "a")
+    inputs = gates.decode_inputs(recorded.inputs)
+    assert gates.evaluate_gates(inputs) == recorded.gates  # the recorded gates follow from the inputs
+    assert inputs.hotspot is not None and inputs.hotspot.amdahl_ceiling is not None
+    assert inputs.analysis is not None
+    ceiling = inputs.hotspot.amdahl_ceiling
+
+    raised = msgspec.to_builtins(inputs)
+    raised["analysis"]["speedup"] = ceiling * 1.5
+    raised["analysis"]["interval"].update(low=ceiling * 1.3, high=ceiling * 1.7)
+    results = {g.name: g for g in gates.evaluate_gates(msgspec.convert(raised, gates.GateInputs))}
+    mech = results["mechanism"]
+    assert not mech.passed
+    assert "Amdahl" in mech.detail and f"{ceiling:.4g}" in mech.detail
+
+    # Just inside the ceiling (with its stated slack) is not flagged for Amdahl.
+    inside = msgspec.to_builtins(inputs)
+    inside["analysis"]["interval"].update(low=ceiling * 0.99, high=ceiling * 1.2)
+    mech_inside = {g.name: g for g in gates.evaluate_gates(msgspec.convert(inside, gates.GateInputs))}["mechanism"]
+    assert "exceeds the Amdahl ceiling" not in mech_inside.detail
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="known hole: a run can cache results in a shared absolute path (/tmp) "
+                                       "that the per-run HOME/TMPDIR and build-tree checks do not see")
+def test_cache_in_a_shared_absolute_path_is_not_verified(matmul_template, tmp_path):
+    """cache-file.patch with its cache moved from ./ to /tmp: nothing is left in the build tree, the
+    oracle passes, and every timed run after the first reads the cached product."""
+    import uuid
+
+    token = uuid.uuid4().hex[:8]
+    patch = tmp_path / "abs-cache.patch"
+    text = (CHEATS / "cache-file.patch").read_text()
+    patch.write_text(text.replace('".matmul-cache-%d-%u.bin"', f'"/tmp/pwc-{token}-%d-%u.bin"'))
+    try:
+        _, out = evaluate_patch(matmul_template, tmp_path, patch)
+    finally:
+        for leftover in Path("/tmp").glob(f"pwc-{token}-*"):
+            leftover.unlink()
+    # Wanted: the correctness gate names the file written outside the run's own directories (today
+    # it passes, and the verdict is verified unless the Amdahl check happens to catch the speedup).
+    assert not gate(out, "correctness")["passed"], out["reasons"]
+    assert out["status"] != "verified"
