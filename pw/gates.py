@@ -308,8 +308,14 @@ def _mechanism(i: GateInputs) -> GateResult:
             shrink = (f"hotspot {h.operation} {d.metric} {_g(hd.inclusive_before)} -> "
                       f"{_g(hd.inclusive_after)} (shrink {_g(hd.inclusive_shrink)}, total "
                       f"{_g(d.total_before)} -> {_g(d.total_after)})")
+            hot_op = next((o for o in d.operations if o.id == h.operation), None)
+            band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
             if not hd.inclusive_shrink > 0:
                 failures.append(f"{shrink}: the hotspot did not shrink")
+            elif hd.inclusive_shrink <= band:
+                # A shrink inside the sampling noise cannot carry a causal claim, however large a
+                # share of a small total saving it happens to be.
+                failures.append(f"{shrink}: the shrink is within the hotspot's noise band {_g(band)} ({how})")
             elif hd.explained_fraction is None:
                 failures.append(f"{shrink}: the total did not shrink")
             elif hd.explained_fraction < MIN_EXPLAINED_FRACTION:
