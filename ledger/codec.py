@@ -62,10 +62,10 @@ _payload_decoders: dict[type, msgspec.json.Decoder] = {}
 def seal(envelope: Envelope) -> bytes:
     """Encode an envelope (its `hash` ignored) as one canonical, hashed, newline-terminated line."""
     unsealed = _encoder.encode(msgspec.structs.replace(envelope, hash="") if envelope.hash else envelope)
-    # Drop `,"hash":""}` and re-close: that is exactly the byte string the hash covers.
-    body = unsealed[: -len(b',"hash":""}')] + b"}"
-    digest = hashlib.sha256(body).hexdigest()
-    return body[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
+    # The hash covers the line without `,"hash":""`, i.e. `unsealed[:-11] + b"}"`; the line is
+    # `unsealed` with the digest written into the empty string.
+    digest = hashlib.sha256(unsealed[: -len(b',"hash":""}')] + b"}").hexdigest().encode()
+    return b"".join((unsealed[:-2], digest, b'"}\n'))
 
 
 def line_digest_ok(line: bytes) -> bool:
@@ -190,15 +190,19 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def decode_block(block: bytes) -> list[Envelope]:
-    """Every line of `block` (complete `\n`-terminated lines) as an Envelope, as `decode_envelope`
-    would give it, in one msgspec call where possible."""
+def _block_decoder():
     types = tuple(EVENT_TYPES.items())
     cached = _block_cache.get(types)
     if cached is None:
         _block_cache.clear()
         cached = _block_cache[types] = _block_decoder_for(types)
-    decoder, tags = cached
+    return cached
+
+
+def decode_block(block: bytes) -> list[Envelope]:
+    """Every line of `block` (complete `\n`-terminated lines) as an Envelope, as `decode_envelope`
+    would give it, in one msgspec call where possible."""
+    decoder, tags = _block_decoder()
     if Envelope.__struct_fields__ != _ENVELOPE_FIELDS:
         return [decode_envelope(line) for line in block.split(b"\n")[:-1]]
     try:
@@ -214,6 +218,23 @@ def decode_block(block: bytes) -> list[Envelope]:
     if envelopes is not None and len(envelopes) == block.count(b"\n"):
         return envelopes
     return [decode_envelope(line) for line in block.split(b"\n")[:-1]]
+
+
+def check_block(block: bytes) -> None:
+    """Raise LedgerCorrupt, naming the line, if any line of `block` would not decode.
+
+    The decoded objects are dropped at once (inside the GC pause, so they cost no collection):
+    this is the price of never writing an event that a reader cannot read back.
+    """
+    decoder, _ = _block_decoder()
+    try:
+        with _gc_paused():
+            decoded = len(decoder.decode_lines(block))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        decoded = -1
+    if decoded != block.count(b"\n"):
+        for line in block.split(b"\n")[:-1]:
+            decode_envelope(line)
 
 
 def to_builtins(obj: Any) -> Any:

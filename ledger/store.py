@@ -22,6 +22,7 @@ import msgspec
 from ledger.codec import (
     HASH_KEY,
     HASH_SUFFIX_LEN,
+    check_block,
     decode_block,
     decode_envelope,
     decode_header,
@@ -42,11 +43,17 @@ def utc_now() -> str:
 
 
 def new_event_id() -> str:
-    """A random (version 4) UUID as 32 hex digits; `uuid.uuid4().hex` spelled without its slow path."""
-    b = bytearray(os.urandom(16))
-    b[6] = (b[6] & 0x0F) | 0x40
-    b[8] = (b[8] & 0x3F) | 0x80
-    return b.hex()
+    """A random (version 4) UUID as 32 hex digits, as `uuid.uuid4().hex` gives it."""
+    return new_event_ids(1)[0]
+
+
+def new_event_ids(n: int) -> list[str]:
+    """`n` random UUID4 hex ids from one draw of the OS's randomness (one syscall, not `n`)."""
+    raw = bytearray(os.urandom(16 * n))
+    raw[6::16] = bytes((b & 0x0F) | 0x40 for b in raw[6::16])  # version 4
+    raw[8::16] = bytes((b & 0x3F) | 0x80 for b in raw[8::16])  # RFC 4122 variant
+    hexed = raw.hex()
+    return [hexed[i : i + 32] for i in range(0, 32 * n, 32)]
 
 
 class Head(msgspec.Struct, frozen=True):
@@ -357,7 +364,8 @@ class Ledger:
         if not batch:
             return []
         created = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if created:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             if created:
@@ -389,11 +397,12 @@ class Ledger:
     def _encode_batch(self, batch, *, actor, cause, key):
         seq, prev = self._cursor.seq, self._cursor.hash
         at = self._clock()
+        ids = new_event_ids(len(batch)) if self._new_id is new_event_id else [self._new_id() for _ in batch]
         envelopes, lines = [], []
         for i, payload in enumerate(batch):
             env = Envelope(
                 seq=seq + 1,
-                id=self._new_id(),
+                id=ids[i],
                 type=payload.TYPE,
                 v=payload.VERSION,
                 at=at,
@@ -405,14 +414,16 @@ class Ledger:
                 prev=prev,
             )
             line = seal(env)
+            digest = line[-HASH_TAIL:-3].decode()
+            envelopes.append(msgspec.structs.replace(env, hash=digest))
             lines.append(line)
-            seq, prev = seq + 1, line[-HASH_TAIL:-3].decode()
+            seq, prev = seq + 1, digest
         blob = b"".join(lines)
         # Read the batch back before writing it: an event that would not decode (a NaN encoded as
         # null, a value outside its declared range, an unregistered type) must not poison the
-        # ledger for every later reader. What is returned is exactly what a reader will get.
+        # ledger for every later reader.
         try:
-            envelopes = decode_block(blob)
+            check_block(blob)
         except LedgerCorrupt as exc:
             raise InputError(f"{self.path}: event not appended, it would not read back ({exc})") from None
         return envelopes, blob

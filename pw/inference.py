@@ -42,15 +42,19 @@ def _compiler(candidates: tuple[str, ...]) -> str | None:
 
 def _has_make_target(workload: Path, files: list[str], target: str) -> bool:
     # In a throwaway copy: even `make -n` remakes included makefiles (e.g. generated .d files).
+    # `-r`: a built-in rule (run.sh -> run) is not a `run` target; and a target that would run
+    # nothing (a file or directory named `run` that is "up to date") is not one either.
     with tempfile.TemporaryDirectory(prefix="pw-infer-") as tmp:
         workspace.copy_files(workload, Path(tmp), files)
         try:
             proc = subprocess.run(
-                ["make", "-n", target], cwd=tmp, capture_output=True, timeout=30, stdin=subprocess.DEVNULL
+                ["make", "-n", "-r", target], cwd=tmp, capture_output=True, timeout=30, stdin=subprocess.DEVNULL
             )
         except (OSError, subprocess.TimeoutExpired):
             return False
-    return proc.returncode == 0
+    commands = [line for line in proc.stdout.decode(errors="replace").splitlines()
+                if line.strip() and not line.startswith(("make:", "make["))]
+    return proc.returncode == 0 and bool(commands)
 
 
 def _new_executables(before: set[str], root: Path) -> list[str]:

@@ -38,7 +38,7 @@ class ProcessResult(msgspec.Struct, frozen=True):
 def _kill_group(pid: int) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.kill(pid, sig)
+            os.killpg(pid, sig)
         except (ProcessLookupError, PermissionError):
             return
         time.sleep(_KILL_GRACE_S if sig == signal.SIGTERM else 0)
@@ -87,7 +87,7 @@ def run_process(
         proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped by us
         # Anything the program forked and left running dies with its group.
         try:
-            os.kill(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
     code = proc.returncode

@@ -21,7 +21,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.contract import Contract
-from ledger.errors import InputError, WorkloadError
+from ledger.errors import InputError, LedgerCorrupt, TornTail, WorkloadError
 from pw import correctness, decide, execute, workspace
 from pw.app import RunHandle
 from pw.contract import MANIFEST, load_manifest
@@ -261,6 +261,16 @@ def start(opts: StartOptions, progress: Progress = lambda _: None) -> StartResul
         handle = RunHandle(resolve_run(opts.resume).path)
         if not handle.ledger.exists():
             raise InputError(f"--resume {opts.resume}: expected a run directory made by `pw start`")
+        try:
+            state = handle.state()
+        except LedgerCorrupt as exc:  # name the file, as every other error does
+            detail = str(exc).removeprefix("ledger: ")
+            hint = f"; run `pw repair {handle.path}`" if isinstance(exc, TornTail) else ""
+            raise InputError(f"--resume {opts.resume}: {handle.ledger.path}: {detail}{hint}") from None
+        if state.run is not None:
+            # Killed between an append and its projection write: the ledger is the truth, so bring
+            # the projections up to it even when every stage is skipped and nothing is recorded.
+            handle.materialize(state)
         opts = msgspec.structs.replace(opts, runs_dir=str(handle.path.parent))
     else:
         handle = create_run(opts, progress)

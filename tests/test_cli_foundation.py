@@ -1,0 +1,270 @@
+"""The foundation verbs through the real command line: bad input is one line and exit 2 with
+nothing written; audit, replay, rebuild, validate do what DESIGN.md §7 says."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from ledger.codec import seal
+from ledger.events import GENESIS, Envelope
+from ledger.store import Ledger
+from tests.conftest import FIXED_AT, deterministic_ledger, make_run_started
+
+PW = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "pw"
+RUN_VERBS = (["log"], ["replay"], ["replay", "--until", "1"], ["audit"], ["rebuild"], ["repair"], ["log", "--json"])
+
+
+def pw_process(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The installed console script in a fresh process: what a person or an agent runs."""
+    return subprocess.run([str(PW), *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def pw(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`pw.cli.main` in this process (a second per call saved); any exception escaping it fails
+    the test, just as a traceback would."""
+    from pw.cli import main
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    saved, here = (sys.stdout, sys.stderr), os.getcwd()
+    sys.stdout, sys.stderr = out, err
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        sys.stdout, sys.stderr = saved
+        os.chdir(here)
+    texts = []
+    for stream in (out, err):
+        stream.flush()
+        texts.append(stream.buffer.getvalue().decode("utf-8"))
+    return subprocess.CompletedProcess(list(args), code, *texts)
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under root with its bytes (None for directories)."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))
+    }
+
+
+def sealed_line(seq: int, prev: str, *, type_: str = "Note", v: int = 1, data=None) -> bytes:
+    return seal(
+        Envelope(
+            seq=seq, id=f"{seq:032x}", type=type_, v=v, at=FIXED_AT, actor="cli", cause=None, key=None,
+            batch=0, data={"text": "from the future"} if data is None else data, prev=prev,
+        )
+    )
+
+
+# --- bad input: one line on stderr, exit 2, no traceback, nothing written -------------------------
+
+
+def _run_with_ledger(root: Path, content: bytes) -> Path:
+    run = root / "20260101-000000-bad"
+    run.mkdir(parents=True)
+    (run / "ledger.jsonl").write_bytes(content)
+    return run
+
+
+def _valid_then_newer(root: Path) -> Path:
+    run = root / "20260101-000000-newer"
+    Ledger(run / "ledger.jsonl").append(make_run_started(run.name), expected_seq=0)
+    head = Ledger(run / "ledger.jsonl").head()
+    with open(run / "ledger.jsonl", "ab") as f:  # what a newer ProfileWeaver would have appended
+        f.write(sealed_line(2, head.hash, v=99))
+    return run
+
+
+def _not_a_run(root: Path) -> Path:
+    (root / "somewhere").mkdir()
+    (root / "somewhere" / "notes.txt").write_text("not a run\n")
+    return root / "somewhere"
+
+
+BAD_RUNS = {
+    "missing-path": lambda root: root / "no-such-run",
+    "empty-ledger": lambda root: _run_with_ledger(root, b""),
+    "binary-ledger": lambda root: _run_with_ledger(root, bytes(range(256)) * 3 + b"\x00\xff\n\x89PNG\r\n"),
+    "binary-no-newline": lambda root: _run_with_ledger(root, b"\x89PNG\r\x1a\x00" + bytes(range(200, 256))),
+    "json-lines-not-ledger": lambda root: _run_with_ledger(root, b'{"event": "start"}\n{"event": "stop"}\n'),
+    "wrong-run-path": _not_a_run,
+    "file-outside-a-run": lambda root: _not_a_run(root) / "notes.txt",
+    "newer-version-only": lambda root: _run_with_ledger(root, sealed_line(1, GENESIS, v=99)),
+    "newer-version-appended": _valid_then_newer,
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RUNS))
+def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path: Path, case: str):
+    run = BAD_RUNS[case](tmp_path)
+    before = snapshot(tmp_path)
+    attempts = [[*verb[:1], run, *verb[1:]] for verb in RUN_VERBS]
+    ledger_file = run / "ledger.jsonl" if run.is_dir() else run
+    attempts.append(["validate", ledger_file if ledger_file.exists() else run])
+    for i, args in enumerate(attempts):
+        # One attempt per case in a real process (no traceback, console script); the rest in-process.
+        proc = pw_process(*args) if i == 0 else pw(*args)
+        assert proc.returncode == 2, (args, proc.returncode, proc.stdout[-300:], proc.stderr)
+        assert proc.stdout == "", (args, proc.stdout[-300:])
+        assert proc.stderr.endswith("\n") and proc.stderr.count("\n") == 1, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.startswith(f"pw {args[0]}: ")
+        named = {run.name, ledger_file.name, run.parent.name}
+        assert any(n in proc.stderr for n in named), (args, proc.stderr)  # names the input
+        if case.startswith("newer-version"):
+            assert "newer than this ProfileWeaver" in proc.stderr, proc.stderr
+        assert snapshot(tmp_path) == before, (args, "wrote or changed files")
+
+
+def test_usage_errors_are_one_line_exit_2(tmp_path: Path):
+    for args in (["frobnicate"], ["log"], ["replay", tmp_path, "--until", "x"]):
+        proc = pw_process(*args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc
+
+
+# --- verbs on a valid run ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    from ledger import events as ev
+
+    run = tmp_path / "20260101-000000-demo"
+    ledger = deterministic_ledger(run / "ledger.jsonl")
+    ledger.append(make_run_started(run.name), expected_seq=0)
+    for i, text in enumerate(["first", "second ✓", "third"], start=1):
+        ledger.append(ev.Note(text=text), expected_seq=i)
+    return run
+
+
+def test_rebuild_is_byte_identical_and_audit_names_an_edited_projection(run: Path):
+    first = pw("rebuild", run, "--json")
+    assert first.returncode == 0, first.stderr
+    written = json.loads(first.stdout)
+    assert "experiment-plan.json" in written["written"]
+    files = snapshot(run)
+
+    again = pw("rebuild", run, "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["written"] == []
+    assert snapshot(run) == files
+    (run / "experiment-plan.json").unlink()
+    assert pw("rebuild", run).returncode == 0
+    assert snapshot(run) == files  # rebuilt from scratch: the same bytes
+
+    ok = pw("audit", run)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "audit passed" in ok.stdout
+
+    plan = run / "experiment-plan.json"
+    data = bytearray(plan.read_bytes())
+    data[data.index(b'"workload"') + 2] ^= 0x20  # one byte: "workload" -> "wOrkload"
+    plan.write_bytes(bytes(data))
+    edited = snapshot(run)
+    failed = pw("audit", run)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    last = failed.stdout.strip().splitlines()[-1]
+    assert last.startswith("audit failed") and "experiment-plan.json" in last
+    assert snapshot(run) == edited  # audit reports, it does not fix
+
+
+def test_replay_until_shows_state_as_of_that_event(run: Path):
+    for until, notes in ((1, []), (2, ["first"]), (3, ["first", "second ✓"]), (4, ["first", "second ✓", "third"])):
+        proc = pw("replay", run, "--until", until, "--json")
+        assert proc.returncode == 0, proc.stderr
+        state = msgspec.json.decode(proc.stdout)
+        assert state["head"]["seq"] == until
+        assert state["notes"] == notes
+        assert state["head"]["hash"] == Ledger(run / "ledger.jsonl").events()[until - 1].hash
+    whole = msgspec.json.decode(pw("replay", run, "--json").stdout)
+    assert whole["head"]["seq"] == 4
+    text = pw("replay", run, "--until", 2)
+    assert text.returncode == 0 and '"first"' in text.stdout and "second" not in text.stdout
+    for bad in (0, 5, -1):
+        proc = pw("replay", run, "--until", bad)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--until" in proc.stderr
+
+
+def test_run_may_be_given_as_a_file_inside_the_run(run: Path):
+    assert pw("rebuild", run).returncode == 0
+    nested = run / "candidates" / "a" / "profile"
+    nested.mkdir(parents=True)
+    (nested / "profile.json").write_text("{}\n")
+    expected = pw("log", run, "--json").stdout
+    assert expected.count("\n") == 4
+    for inside in (run / "ledger.jsonl", run / "experiment-plan.json", nested / "profile.json", nested):
+        proc = pw("log", inside, "--json")
+        assert proc.returncode == 0, (inside, proc.stderr)
+        assert proc.stdout == expected
+    # Relative paths too, from inside the run, with the console script.
+    assert pw_process("log", "experiment-plan.json", "--json", cwd=run).stdout == expected
+
+
+# --- validate ------------------------------------------------------------------------------------
+
+GOOD_CONTRACT = {
+    "version": 1,
+    "name": "demo",
+    "source": {"editable": ["src/*.c"]},
+    "build": [{"argv": ["make"], "timeout_s": 60}],
+    "run": {"argv": ["./demo", "--n", "100"], "timeout_s": 10},
+    "oracle": {"kind": "stdout", "reference": "reference/stdout.txt", "rtol": 1e-6},
+}
+
+
+def _with(path: list, value) -> dict:
+    doc = json.loads(json.dumps(GOOD_CONTRACT))
+    cur = doc
+    for key in path[:-1]:
+        cur = cur[key]
+    cur[path[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    "path, value, expected",
+    [
+        (["run", "timeout_s"], "ten", ["run.timeout_s", "expected a number", '"ten"']),
+        (["run", "timeout_s"], -1, ["run.timeout_s", "> 0"]),
+        (["build", 0, "argv"], "make all", ["build[0].argv", "expected a list"]),
+        (["oracle", "kind"], "psychic", ["oracle.kind", "psychic"]),
+        (["run", "argvs"], ["x"], ["run", "argvs"]),
+        (["version"], 2, ["version"]),
+    ],
+)
+def test_validate_names_the_first_offending_field(tmp_path: Path, path, value, expected):
+    manifest = tmp_path / "profileweaver.json"
+    manifest.write_text(json.dumps(_with(path, value)))
+    proc = pw_process("validate", manifest) if value == "ten" else pw("validate", manifest)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "profileweaver.json" in proc.stderr
+    for part in expected:
+        assert part in proc.stderr, (part, proc.stderr)
+
+
+def test_validate_accepts_a_good_manifest_and_run_files(tmp_path: Path, run: Path):
+    manifest = tmp_path / "profileweaver.json"
+    manifest.write_text(json.dumps(GOOD_CONTRACT))
+    proc = pw("validate", manifest)
+    assert proc.returncode == 0, proc.stderr
+    assert "valid" in proc.stdout
+    assert pw("rebuild", run).returncode == 0
+    for name in ("ledger.jsonl", "experiment-plan.json", "preflight.json"):
+        proc = pw("validate", run / name)
+        assert proc.returncode == 0, (name, proc.stderr)
+    manifest.write_text("{not json")
+    proc = pw("validate", manifest)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not valid JSON" in proc.stderr

@@ -1,0 +1,243 @@
+"""An interrupted `pw start` resumed with `--resume RUN` ends where an uninterrupted one does, with
+no stage recorded twice; an unchanged workload reuses the cached preflight."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ledger import events as ev
+from ledger.store import Ledger
+from pw.app import RunHandle
+
+pytestmark = pytest.mark.usefixtures("fast_preflight")
+
+REPO = Path(__file__).resolve().parents[1]
+STAGES = ("preflight", "build", "oracle", "baseline-timing")  # with --no-profile
+
+PROG_C = r"""
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 2000;
+    double s = 0;
+    for (int i = 1; i <= n; i++) s += 1.0 / ((double)i * i);
+    printf("n %d\nsum %.15f\n", n, s);
+    return 0;
+}
+"""
+MANIFEST = {
+    "version": 1,
+    "name": "resume-me",
+    "source": {"editable": ["prog.c"]},
+    "build": [{"argv": ["cc", "-O1", "-include", "stdlib.h", "-o", "prog", "prog.c"], "timeout_s": 60}],
+    "run": {"argv": ["./prog"], "timeout_s": 20},
+    "oracle": {"kind": "stdout", "reference": "ref/out.txt",
+               "holdout": [{"argv": ["./prog", "7"], "reference": "ref/out-7.txt"}]},
+}
+
+
+def _sum(n: int) -> str:
+    return f"n {n}\nsum {sum(1.0 / (i * i) for i in range(1, n + 1)):.15f}\n"
+
+
+_SHARED: dict[str, Path] = {}
+
+
+@pytest.fixture
+def reference(pw_cli, tmp_path_factory) -> dict[str, Path]:
+    """The workload (read only) and one uninterrupted run of it, made once per module."""
+    if not _SHARED:
+        root = tmp_path_factory.mktemp("resume-ref")
+        wl = root / "workload"
+        (wl / "ref").mkdir(parents=True)
+        (wl / "prog.c").write_text(PROG_C)
+        (wl / "ref" / "out.txt").write_text(_sum(2000))
+        (wl / "ref" / "out-7.txt").write_text(_sum(7))
+        (wl / "profileweaver.json").write_text(json.dumps(MANIFEST))
+        r = pw_cli("start", "--workload", wl, "--runs-dir", root / "runs", "--no-profile")
+        assert r.code == 0, r
+        _SHARED.update(workload=wl, runs=root / "runs", run=_only_run(root / "runs"))
+    return _SHARED
+
+
+def _only_run(runs: Path) -> Path:
+    found = [p for p in runs.iterdir() if not p.name.startswith(".")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+# Values that legitimately differ between two runs of the same start: clocks, durations, timing
+# samples and their statistics, the run id, the ledger head's hash (it chains the timestamps), the
+# binary's hash (the build directory's path is in its debug info), what hashes that binary, and
+# whether the preflight came from the cache (an interrupted preflight leaves its cache entry).
+_VOLATILE = {"at", "duration_s", "wall_s", "mean", "cv", "samples", "max_rss_kb", "hash", "run_id", "cached",
+             "binary_sha256"}
+
+
+def _mask(value, run: Path):
+    if isinstance(value, dict):
+        return {k: "<masked>" if k in _VOLATILE else _mask(v, run) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v, run) for v in value]
+    if isinstance(value, str):
+        return value.replace(str(run), "<run>").replace(run.name, "<run-id>")
+    return value
+
+
+def _projections(run: Path) -> dict[str, object]:
+    return {p.name: _mask(json.loads(p.read_text()), run) for p in sorted(run.glob("*.json"))}
+
+
+def _stage_counts(run: Path) -> Counter:
+    return Counter(e.data.stage for e in Ledger(run / "ledger.jsonl").events() if isinstance(e.data, ev.StageCompleted))
+
+
+def _types(run: Path) -> list[str]:
+    return [e.type for e in Ledger(run / "ledger.jsonl").events()]
+
+
+def assert_same_end(run: Path, ref: Path, pw_cli) -> None:
+    assert Ledger(run / "ledger.jsonl").verify().ok
+    assert _stage_counts(run) == Counter(STAGES), _stage_counts(run)
+    assert _types(run) == _types(ref)
+    # A SIGKILL in the middle of a projection write can leave its hidden temp file behind
+    # (`.preflight.json.<random>`); it is not a projection and nothing reads it.
+    assert sorted(p.name for p in run.iterdir() if not p.name.startswith(".")) == sorted(
+        p.name for p in ref.iterdir()
+    )
+    assert _projections(run) == _projections(ref)
+    audit = pw_cli("audit", run)
+    assert audit.code == 0, audit
+
+
+@pytest.mark.parametrize("when", ["before", "between", "after"])
+@pytest.mark.parametrize("k", [2, 3, 4, 5])  # the k-th recorded batch: preflight, build, oracle, timing
+def test_interrupt_at_each_stage_then_resume(pw_cli, reference, tmp_path, monkeypatch, k, when):
+    """Ctrl-C while the k-th batch is about to be appended (`before`), after the append but before
+    the projections are rewritten (`between`), or just after both (`after`)."""
+    original, original_materialize = RunHandle.record, RunHandle.materialize
+    calls = {"n": 0}
+
+    def record(self, current, payloads, **kw):
+        calls["n"] += 1
+        if calls["n"] == k and when == "before":
+            raise KeyboardInterrupt
+        out = original(self, current, payloads, **kw)
+        if calls["n"] == k and when == "after":
+            raise KeyboardInterrupt
+        return out
+
+    def materialize(self, state):
+        if calls["n"] == k and when == "between":
+            raise KeyboardInterrupt
+        return original_materialize(self, state)
+
+    monkeypatch.setattr(RunHandle, "materialize", materialize)
+    monkeypatch.setattr(RunHandle, "record", record)
+    runs = tmp_path / "runs"
+    r = pw_cli("start", "--workload", reference["workload"], "--runs-dir", runs, "--no-profile")
+    assert r.code == 130 and r.err.count("\n") == 1 and "interrupted" in r.err, r
+    monkeypatch.setattr(RunHandle, "record", original)
+    monkeypatch.setattr(RunHandle, "materialize", original_materialize)
+    run = _only_run(runs)
+    done_before = set(_stage_counts(run))
+    assert len(done_before) == k - 1 - (when == "before")
+
+    r = pw_cli("start", "--resume", run, "--no-profile", "--json")
+    assert r.code == 0, r
+    result = json.loads(r.out)
+    assert set(result["skipped"]) == done_before
+    assert set(result["completed"]) == set(STAGES) - done_before
+    assert_same_end(run, reference["run"], pw_cli)
+
+
+def test_interrupt_before_the_first_event_leaves_nothing(pw_cli, reference, tmp_path, monkeypatch):
+    def record(self, current, payloads, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RunHandle, "record", record)
+    runs = tmp_path / "runs"
+    r = pw_cli("start", "--workload", reference["workload"], "--runs-dir", runs, "--no-profile")
+    assert r.code == 130, r
+    assert not runs.exists() or list(runs.iterdir()) == []  # not even a .partial directory
+
+
+def test_sigkill_at_a_random_event_then_resume(pw_cli, reference, tmp_path):
+    """A real `pw start` process killed with SIGKILL once its ledger holds a random number of events."""
+    seed = int(os.environ.get("PW_TEST_SEED") or random.randrange(1 << 30))
+    target = random.Random(seed).randint(1, 2 * len(STAGES))  # 1 + 2 events per stage in all
+    runs = tmp_path / "runs"
+    # A warm preflight cache (as on any machine that ran pw start before) keeps the child fast.
+    shutil.copytree(reference["runs"] / ".preflight-cache", runs / ".preflight-cache")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pw.cli", "start", "--workload", str(reference["workload"]), "--runs-dir",
+         str(runs), "--no-profile"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    seen, deadline = 0, time.monotonic() + 60
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            # The run directory under its final name (a `.partial` one holds RunStarted until renamed).
+            ledgers = [p for p in runs.glob("*/ledger.jsonl") if not p.parent.name.startswith(".")]
+            seen = ledgers[0].read_bytes().count(b"\n") if ledgers else 0
+            if seen >= target:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.005)
+    finally:
+        if proc.poll() is None and time.monotonic() >= deadline:
+            proc.kill()
+        _, err = proc.communicate(timeout=30)
+    assert b"Traceback" not in err, err
+    why = f"seed={seed} (PW_TEST_SEED) target={target} seen={seen} rc={proc.returncode}"
+    run = _only_run(runs)
+    r = pw_cli("start", "--resume", run, "--no-profile", "--json")
+    assert r.code == 0, (why, r)
+    assert_same_end(run, reference["run"], pw_cli)
+
+
+def test_resume_of_a_finished_run_records_nothing(pw_cli, reference, tmp_path):
+    run = tmp_path / reference["run"].name
+    shutil.copytree(reference["run"], run, symlinks=True)
+    before = (run / "ledger.jsonl").read_bytes()
+    r = pw_cli("start", "--resume", run / "experiment-plan.json", "--no-profile", "--json")
+    assert r.code == 0, r
+    assert json.loads(r.out)["skipped"] == list(STAGES)
+    assert (run / "ledger.jsonl").read_bytes() == before
+
+
+def test_second_start_reuses_the_cached_preflight(pw_cli, reference, tmp_path):
+    runs = tmp_path / "runs"
+    cached = []
+    for _ in range(2):
+        r = pw_cli("start", "--workload", reference["workload"], "--runs-dir", runs, "--no-profile", "--json")
+        assert r.code == 0, r
+        run = Path(json.loads(r.out)["run_dir"])
+        pre = [e.data for e in Ledger(run / "ledger.jsonl").events() if isinstance(e.data, ev.PreflightCompleted)]
+        assert len(pre) == 1
+        cached.append(pre[0].cached)
+    assert cached == [False, True]
+
+
+def test_changed_source_misses_the_preflight_cache(pw_cli, reference, tmp_path):
+    wl = tmp_path / "wl"
+    shutil.copytree(reference["workload"], wl)
+    runs = tmp_path / "runs"
+    shutil.copytree(reference["runs"] / ".preflight-cache", runs / ".preflight-cache")
+    with open(wl / "prog.c", "a") as f:
+        f.write("/* edited */\n")
+    r = pw_cli("start", "--workload", wl, "--runs-dir", runs, "--no-profile", "--json")
+    assert r.code == 0, r
+    run = Path(json.loads(r.out)["run_dir"])
+    pre = [e.data for e in Ledger(run / "ledger.jsonl").events() if isinstance(e.data, ev.PreflightCompleted)]
+    assert [p.cached for p in pre] == [False]
