@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import msgspec  # noqa: E402
+
 from ledger import events as ev  # noqa: E402
 from ledger.contract import Contract, Source, Step  # noqa: E402
 from ledger.store import Ledger  # noqa: E402
@@ -174,6 +176,39 @@ def bench_replay_verify(path: Path, repeats: int = 3) -> tuple[float, dict[str, 
     return best, parts
 
 
+def machine_floors(path: Path, payloads: list[ev.Payload]) -> dict[str, float]:
+    """The bare per-event costs of this machine, with nothing of the ledger around them: msgspec
+    encoding of the envelope, sha256 of each line, and one typed msgspec decode of the whole file.
+    Replay + verify needs at least a hash and a typed decode per event, batched append an encode
+    and a hash (plus the read-back decode), so these bound what the ledger can reach here."""
+    from ledger import codec
+    from ledger.events import Envelope
+
+    lines = path.read_bytes().split(b"\n")[:-1]
+    envs = [Envelope(seq=i, id="0" * 32, type=p.TYPE, v=p.VERSION, at="t", actor="cli", cause=None, key=None,
+                     batch=0, data=p, prev="0" * 64) for i, p in enumerate(payloads)]
+    encoder = msgspec.json.Encoder()
+    out = {}
+    gc.disable()
+    try:
+        t = time.perf_counter()
+        for e in envs:
+            encoder.encode(e)
+        out["floor_encode_events_per_s"] = len(envs) / (time.perf_counter() - t)
+        t = time.perf_counter()
+        for line in lines:
+            hashlib.sha256(line).digest()
+        out["floor_sha256_events_per_s"] = len(lines) / (time.perf_counter() - t)
+        decoder, _ = codec._block_decoder()
+        blob = b"\n".join(lines) + b"\n"
+        t = time.perf_counter()
+        decoder.decode_lines(blob)
+        out["floor_typed_decode_events_per_s"] = len(lines) / (time.perf_counter() - t)
+    finally:
+        gc.enable()
+    return out
+
+
 def fsync_floor(directory: Path, n: int = 300) -> float:
     path = directory / "fsync-floor"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -218,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         batched = workdir / "batched.jsonl"
         results["append_batched_events_per_s"] = bench_batched_appends(batched, payloads)
         size_mb = batched.stat().st_size / 1e6
+        floors = machine_floors(batched, payloads[: min(len(payloads), 50_000)])
         # The inputs are scaffolding: a reader would not hold them, and a large live heap taxes
         # every garbage collection that the replay triggers.
         del payloads
@@ -244,10 +280,14 @@ def main(argv: list[str] | None = None) -> int:
     table.add_row("fsync_floor_per_s (raw write+fsync)", f"{floor:,.1f}", "", "")
     for key, value in parts.items():
         table.add_row(f"  replay part: {key} events/s", f"{value:,.1f}", "", "")
+    for key, value in floors.items():
+        table.add_row(f"  machine floor: {key}", f"{value:,.1f}", "", "")
     Console().print(table)
     print(f"fsync_floor_per_s={floor:.1f}")
     for key, value in parts.items():
         print(f"part_{key}_events_per_s={value:.1f}")
+    for key, value in floors.items():
+        print(f"{key}={value:.1f}")
     for key, value in results.items():
         print(f"{key}={value:.1f}")
     return 0

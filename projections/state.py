@@ -69,11 +69,21 @@ def _with(mapping: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 def evolve(state: RunState, env: Envelope) -> RunState:
     """Fold one event into a new state; the old state is never modified."""
-    state = replace(
-        state,
-        head=Head(env.seq, env.hash),
-        event_counts=_with(state.event_counts, env.type, state.event_counts.get(env.type, 0) + 1),
-    )
+    return fold((env,), state)
+
+
+# Events whose only effect is to append to a tuple field, and the value they append. `fold`
+# collects these in lists and builds each tuple once, so a long ledger folds in linear time.
+_APPENDS: dict[type, tuple[str, Any]] = {
+    ev.FaultRecorded: ("faults", lambda d: d),
+    ev.TimingRecorded: ("timings", lambda d: d),
+    ev.LedgerRepaired: ("repairs", lambda d: d),
+    ev.Note: ("notes", lambda d: d.text),
+}
+
+
+def _apply(state: RunState, env: Envelope) -> RunState:
+    """The effect of one event other than head, counts and the append-only tuples."""
     data = env.data
     match data:
         case ev.RunStarted():
@@ -84,10 +94,6 @@ def evolve(state: RunState, env: Envelope) -> RunState:
             return replace(state, builds=_with(state.builds, data.target, data))
         case ev.OracleChecked():
             return replace(state, oracles=_with(state.oracles, data.target, data))
-        case ev.FaultRecorded():
-            return replace(state, faults=(*state.faults, data))
-        case ev.TimingRecorded():
-            return replace(state, timings=(*state.timings, data))
         case ev.RoutingDecided():
             return replace(state, routing=_with(state.routing, data.phase, data))
         case ev.ProfileCaptured():
@@ -118,10 +124,6 @@ def evolve(state: RunState, env: Envelope) -> RunState:
             return _candidate(state, data.id, confirmation=data)
         case ev.StageCompleted():
             return replace(state, stages=_with(state.stages, data.stage, data.inputs_sha256))
-        case ev.LedgerRepaired():
-            return replace(state, repairs=(*state.repairs, data))
-        case ev.Note():
-            return replace(state, notes=(*state.notes, data.text))
     if env.type in _IGNORED:
         return state
     raise TypeError(f"run state: no rule for event type {env.type!r}")
@@ -145,7 +147,24 @@ def _candidate(state: RunState, cid: str, **changes: Any) -> RunState:
 
 
 def fold(envelopes, state: RunState | None = None) -> RunState:
+    """The state after `envelopes`, starting from `state` (default: the initial state)."""
     state = initial() if state is None else state
+    appended: dict[str, list] = {field: list(getattr(state, field)) for field, _ in _APPENDS.values()}
+    counts = dict(state.event_counts)
+    head = state.head
     for env in envelopes:
-        state = evolve(state, env)
-    return state
+        counts[env.type] = counts.get(env.type, 0) + 1
+        head = env
+        rule = _APPENDS.get(type(env.data))
+        if rule is not None:
+            appended[rule[0]].append(rule[1](env.data))
+        else:
+            state = _apply(state, env)
+    if head is state.head:
+        return state
+    return replace(
+        state,
+        head=Head(head.seq, head.hash),
+        event_counts=counts,
+        **{field: tuple(values) for field, values in appended.items()},
+    )
