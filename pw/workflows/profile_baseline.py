@@ -92,7 +92,15 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     found = profiling.capture(contract, target, discovery.chosen, handle.evidence, handle.path / "scratch")
     events += [found.captured, found.normalized]
     editable = _editable_files(state, target)
-    hot = hs.select_hotspot(found.profile, editable)
+    try:
+        hot = hs.select_hotspot(found.profile, editable)
+    except ValueError:
+        # A program that ends before the profiler can sample it has no hotspot to speak of.
+        return events + [ev.FaultRecorded(
+            stage="profile", target="baseline", failure_class="profiler-unusable",
+            message=f"{discovery.chosen} recorded no cost in a {runtime:.3g} s run: the program is too short to "
+                    "profile; give it a larger input in profileweaver.json",
+        )]
     profile_for_lines: Profile = found.profile
 
     step = routing.escalate(_answered_rung(discovery, found.profile), found.profile, hot.operation)
