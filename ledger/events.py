@@ -146,6 +146,7 @@ class OracleChecked(Payload, frozen=True):
     detail: str
     run: StepOutcome | None = None
     output_sha256: str | None = None
+    outside_writes: list[str] = []  # files the traced oracle run wrote outside its workspace
 
 
 class FaultRecorded(Payload, frozen=True):

@@ -73,6 +73,13 @@ def _result(contract, target, passed, detail, run, evidence, *, fault_class=None
     return OracleResult(event, fault, run)
 
 
+def _with_outside(result: OracleResult, outside: list[str]) -> OracleResult:
+    if not outside:
+        return result
+    event = msgspec.structs.replace(result.event, outside_writes=list(outside))
+    return msgspec.structs.replace(result, event=event)
+
+
 def check(
     contract: Contract,
     target: Target,
@@ -83,9 +90,15 @@ def check(
     stable_reference: str | None = None,
 ) -> OracleResult:
     """Run the oracle for `target`. For an inferred (`stable`) oracle, the baseline is run twice;
-    a candidate is compared with the baseline's first output (`stable_reference`)."""
+    a candidate is compared with the baseline's first output (`stable_reference`). The first run
+    is traced for writes outside the workspace (`OracleChecked.outside_writes`)."""
+    first = run_once(contract, target, scratch, tag="oracle", trace_writes=True)
+    return _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference),
+                         first.outside_writes)
+
+
+def _check(contract, target, reference_dir, scratch, evidence, first, stable_reference) -> OracleResult:
     o = contract.oracle
-    first = run_once(contract, target, scratch, tag="oracle")
     failure = classify(first)
     if failure is not None:
         return _result(contract, target, False, failure_message(contract, first), first, evidence, fault_class=failure)

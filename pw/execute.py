@@ -46,6 +46,7 @@ class RunOutcome(msgspec.Struct, frozen=True):
     metric_error: str | None
     side_effects: list[str]
     output_file: bytes | None
+    outside_writes: list[str] = []
 
 
 def base_env(step: Step, scratch: Path) -> dict[str, str]:
@@ -168,14 +169,23 @@ def run_once(
     *,
     argv: list[str] | None = None,
     tag: str = "run",
+    trace_writes: bool = False,
 ) -> RunOutcome:
-    """One execution in the built tree; undeclared files it leaves behind are removed and reported."""
+    """One execution in the built tree; undeclared files it leaves behind are removed and reported.
+
+    With `trace_writes` (and strace installed) the run is traced and every file it wrote outside
+    the build tree and its scratch directory is reported in `outside_writes`.
+    """
+    from pw import writes
+
     step = contract.run
     cwd = target.build_dir / step.cwd
     _fresh_scratch(scratch)
     before = workspace.snapshot(target.build_dir)
+    trace_log = scratch.parent / f".{scratch.name}-{tag}.strace"
+    prefix = writes.strace_prefix(trace_log) if trace_writes else None
     result = run_process(
-        argv or step.argv,
+        (prefix or []) + list(argv or step.argv),
         cwd=cwd,
         env=base_env(step, scratch),
         timeout_s=step.timeout_s,
@@ -200,8 +210,18 @@ def run_once(
             (target.build_dir / rel).unlink(missing_ok=True)
         elif before[rel] != stamp:
             side_effects.append(f"modified {rel}")
+    outside_writes: list[str] = []
+    if prefix is not None:
+        result = msgspec.structs.replace(result, argv=list(argv or step.argv))
+        try:
+            traced = trace_log.read_text(errors="replace")
+        except FileNotFoundError:
+            traced = ""
+        trace_log.unlink(missing_ok=True)
+        found = writes.written_paths(traced, str(cwd.resolve()))
+        outside_writes = writes.outside(found, [str(target.build_dir.resolve()), str(scratch.resolve())])
     value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
-    return RunOutcome(result, stdout, value, metric_error, side_effects, output_file)
+    return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes)
 
 
 def classify(outcome: RunOutcome) -> str | None:

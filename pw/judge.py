@@ -126,6 +126,12 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
     conditions = timing[1].conditions if timing else {}
     versions_then = _tool_versions(pf[1] if pf else None)
     side = [s for s in conditions.get("side_effects", "").split("; ") if s]
+    # Files the candidate's traced oracle run wrote outside its workspace that the baseline's did
+    # not: a cache in /tmp survives between runs as surely as one in the working directory.
+    base_oracle = _latest(items, lambda d: isinstance(d, ev.OracleChecked) and d.target == "baseline")
+    base_writes = set(base_oracle[1].outside_writes) if base_oracle else set()
+    if oracle is not None:
+        side += [f"wrote {p} outside its workspace" for p in oracle[1].outside_writes if p not in base_writes]
     timed_base = conditions.get("baseline_binary_before")
     if timed_base and conditions.get("baseline_binary_after") != timed_base:
         timed_base = conditions.get("baseline_binary_after")

@@ -1,0 +1,60 @@
+"""Which files a process wrote outside the places it may write, from an strace log.
+
+A candidate could cache its results across runs in any absolute path (/tmp/..., /var/tmp/...)
+that per-run HOME/TMPDIR and workspace checks never see. The oracle's first run is traced for
+file-creating and file-writing syscalls; writes outside the build tree and the run's scratch
+directory are reported, and the judge compares them with the baseline's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+# Syscalls that create, write, move or link a path. `open`-family calls count only with a write flag.
+TRACED = "trace=open,openat,creat,rename,renameat,renameat2,link,linkat,symlink,symlinkat,mkdir,mkdirat,truncate"
+_CALL = re.compile(r'^(?:\[pid\s+\d+\]\s+|\d+\s+)?(\w+)\((.*)\)\s+=\s+(-?\d+)')
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
+_ALWAYS_ALLOWED = ("/dev/", "/proc/", "/sys/")
+
+
+def strace_prefix(log: Path) -> list[str] | None:
+    """argv prefix that traces writes into `log`, or None where strace is not installed."""
+    exe = shutil.which("strace")
+    if exe is None:
+        return None
+    return [exe, "-f", "-qq", "-e", TRACED, "-e", "signal=none", "-o", str(log)]
+
+
+def written_paths(trace: str, cwd: str) -> list[str]:
+    """Absolute paths the traced process created or wrote (successful calls only), in order."""
+    out: list[str] = []
+    for line in trace.splitlines():
+        m = _CALL.match(line.strip())
+        if m is None or int(m.group(3)) < 0:
+            continue
+        call, args = m.group(1), m.group(2)
+        paths = _QUOTED.findall(args)
+        if not paths:
+            continue
+        if call in ("open", "openat"):
+            if not any(flag in args for flag in _WRITE_FLAGS):
+                continue
+            targets = paths[:1]
+        elif call.startswith(("rename", "link", "symlink")):
+            targets = paths[-1:]
+        else:
+            targets = paths[:1]
+        for p in targets:
+            full = os.path.normpath(p if os.path.isabs(p) else os.path.join(cwd, p))
+            if full not in out:
+                out.append(full)
+    return out
+
+
+def outside(paths: list[str], allowed_roots: list[str]) -> list[str]:
+    roots = [os.path.normpath(r) + os.sep for r in allowed_roots]
+    return [p for p in paths if not p.startswith(_ALWAYS_ALLOWED) and not any((p + os.sep).startswith(r) for r in roots)]

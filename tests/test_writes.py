@@ -1,0 +1,46 @@
+"""Writes outside the workspace, read from an strace log (pw.writes)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from pw.writes import outside, strace_prefix, written_paths
+
+TRACE = """\
+123 openat(AT_FDCWD, "/etc/ld.so.cache", O_RDONLY|O_CLOEXEC) = 3
+123 openat(AT_FDCWD, "/tmp/cache-1.bin", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3
+123 openat(AT_FDCWD, "out.txt", O_WRONLY|O_CREAT, 0666) = 4
+123 openat(AT_FDCWD, "/tmp/missing", O_WRONLY) = -1 ENOENT (No such file or directory)
+[pid 124] rename("/work/b/x.tmp", "/var/tmp/y") = 0
+124 mkdir("/home/u/.cache/prog", 0755) = 0
+124 openat(AT_FDCWD, "/dev/null", O_WRONLY) = 5
+"""
+
+
+def test_only_successful_writes_are_reported_and_relative_paths_resolve():
+    found = written_paths(TRACE, "/work/b")
+    assert found == ["/tmp/cache-1.bin", "/work/b/out.txt", "/var/tmp/y", "/home/u/.cache/prog", "/dev/null"]
+
+
+def test_writes_inside_allowed_roots_and_devices_are_not_outside():
+    found = written_paths(TRACE, "/work/b")
+    assert outside(found, ["/work/b", "/home/u"]) == ["/tmp/cache-1.bin", "/var/tmp/y"]
+
+
+def test_a_sibling_directory_sharing_a_prefix_is_outside():
+    assert outside(["/work/b2/file"], ["/work/b"]) == ["/work/b2/file"]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_real_traced_process_shows_its_write(tmp_path):
+    log = tmp_path / "t.strace"
+    target = tmp_path / "elsewhere" / "f.txt"
+    target.parent.mkdir()
+    argv = strace_prefix(log) + ["sh", "-c", f"echo x > {target}"]
+    subprocess.run(argv, check=True, cwd=tmp_path / "elsewhere")
+    found = written_paths(log.read_text(), str(tmp_path))
+    assert str(target) in found
+    assert outside(found, [str(tmp_path / "elsewhere")]) == []
