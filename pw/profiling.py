@@ -45,10 +45,18 @@ def capture(
         env=dict(contract.run.env),
         timeout_s=contract.run.timeout_s * CAPTURE_TIMEOUT_FACTOR,
     )
+    from pw import workspace
+
+    before = workspace.snapshot(target.build_dir)
     try:
         cap = adapter.capture(req)
     except CaptureError as exc:
         raise ToolError(f"{adapter_name}: {exc}") from None
+    finally:
+        # Files the profiled run leaves in the build tree would change the tree's hash, and every
+        # later campaign would then see a "swapped" binary: remove them, as a timed run would.
+        for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
+            (target.build_dir / rel).unlink(missing_ok=True)
     artifacts = read_artifacts(cap)
     shas = {role: evidence.put(data) for role, data in sorted(artifacts.items())}
     root = str(target.build_dir.resolve())

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import msgspec
 
 from ledger import events as ev
-from ledger.errors import RejectedCommand
+from ledger.errors import RejectedCommand, WorkloadError
 from pw import campaign, judge, workspace
 from pw.app import RunHandle
 
@@ -63,7 +63,12 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         )
         launched = True
         if result.failure is not None:
-            state = handle.record(state, [result.failure])
+            handle.record(state, [result.failure])
+            raise WorkloadError(
+                f"confirmation campaign for {cid!r} failed: {result.failure.failure_class}: {result.failure.message}; "
+                "no confirmation recorded",
+                failure_class=result.failure.failure_class,
+            )
         else:
             state = handle.record(state, [result.timing])
             state = reprofile(handle, state, target, progress)

@@ -70,6 +70,8 @@ def _new_run_id(runs_dir: Path, name: str) -> str:
 
 
 def _load_contract(workload: Path) -> tuple[Contract, str | None, bool, list[str]]:
+    if (workload / MANIFEST).exists() and not (workload / MANIFEST).is_file():
+        raise InputError(f"{MANIFEST}: expected a file in {workload}, found a directory or special file")
     if (workload / MANIFEST).is_file():
         contract, raw = load_manifest(workload)
         return contract, hashlib.sha256(raw).hexdigest(), False, [f"contract: explicit {MANIFEST}"]
