@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 from ledger.errors import InputError
+from ledger.files import write_atomic
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -31,17 +31,7 @@ class EvidenceStore:
         target = self.path_for(digest)
         if target.exists():
             return digest
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(target, data)
         return digest
 
     def put_file(self, path: str | os.PathLike[str]) -> str:

@@ -6,11 +6,10 @@ one, so a reader sees the old file or the new one, never a mix.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from ledger.files import write_atomic
 from ledger.store import Ledger
 from projections import documents, state
 
@@ -18,20 +17,6 @@ from projections import documents, state
 def rebuild_in_memory(ledger: Ledger, *, until: int | None = None) -> tuple[state.RunState, dict[str, bytes]]:
     run_state = state.fold(ledger.read(until=until))
     return run_state, documents.render(run_state)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_all(run_dir: Path, files: dict[str, bytes]) -> list[str]:
