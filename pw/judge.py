@@ -184,11 +184,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         oracle_passed=None if oracle is None else oracle[1].passed,
         exploratory=inputs.exploratory,
     )
-    if build is None and not diff.refused:
-        fault = mine(ev.FaultRecorded, target=cid)
-        if fault is not None:
-            reasons = [f"{fault[1].failure_class}: {fault[1].message}"] + reasons
-    elif timing is None and oracle is not None and oracle[1].passed:
+    if timing is None and oracle is not None and oracle[1].passed:
+        # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
         fault = mine(ev.FaultRecorded, target=cid)
         if fault is not None:
             status = "rejected"
