@@ -38,8 +38,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"pw: error: {message} (see: {self.prog} --help)\n")
 
 
-def _run_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", metavar="RUN", help="a run directory, or any file inside one")
+def _verb(sub, name: str, help: str, *, run: bool = True, json_help: str | None = None) -> argparse.ArgumentParser:
+    """A verb's parser. Every verb takes --json (DESIGN.md §7); most take RUN first."""
+    p = sub.add_parser(name, help=help)
+    if run:
+        p.add_argument("run", metavar="RUN", help="a run directory, or any file inside one")
+    p.add_argument("--json", action="store_true", help=json_help or "print the result as JSON")
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,85 +55,60 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version="profileweaver 0.1.0")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
 
-    p = sub.add_parser("start", help="build, check and time a workload's baseline, then profile it")
+    p = _verb(sub, "start", "build, check and time a workload's baseline, then profile it", run=False,
+              json_help="print a JSON object with at least run_dir")
     p.add_argument("--workload", metavar="DIR", help="the workload directory (read only; never modified)")
     p.add_argument("--resume", metavar="RUN", help="continue an interrupted start of this run")
     p.add_argument("--iterations", type=int, default=10, metavar="N", help="candidate budget (default 10)")
     p.add_argument("--repairs", type=int, default=7, metavar="N", help="repair budget per candidate (default 7)")
     p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default runs/)")
     p.add_argument("--no-profile", action="store_true", help="stop after the baseline timing")
-    p.add_argument("--json", action="store_true", help="print a JSON object with at least run_dir")
 
-    p = sub.add_parser("prepare", help="make candidate workspaces for the agent to edit")
-    _run_arg(p)
+    p = _verb(sub, "prepare", "make candidate workspaces for the agent to edit")
     p.add_argument("--candidate", action="append", required=True, metavar="ID:PARENT:MECHANISM",
                    help="PARENT is baseline, current (best verified so far) or a candidate id; repeatable")
-    p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("evaluate", help="build, check, time and reprofile a candidate; apply the six gates")
-    _run_arg(p)
+    p = _verb(sub, "evaluate", "build, check, time and reprofile a candidate; apply the six gates")
     p.add_argument("id", metavar="ID")
-    p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("confirm", help="confirm a candidate (reuses collected evidence unless --fresh)")
-    _run_arg(p)
+    p = _verb(sub, "confirm", "confirm a candidate (reuses collected evidence unless --fresh)")
     p.add_argument("id", metavar="ID")
     p.add_argument("--fresh", action="store_true", help="run a new paired campaign and reprofile first")
-    p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("status", help="the candidate ledger at a glance")
-    _run_arg(p)
-    p.add_argument("--json", action="store_true")
+    p = _verb(sub, "status", "the candidate ledger at a glance")
 
-    p = sub.add_parser("report", help="rebuild report.json, report.md and their plots")
-    _run_arg(p)
-    p.add_argument("--json", action="store_true")
+    p = _verb(sub, "report", "rebuild report.json, report.md and their plots")
 
-    p = sub.add_parser("demo", help="the whole loop on workloads/matmul-c with three bundled candidates")
+    p = _verb(sub, "demo", "the whole loop on workloads/matmul-c with three bundled candidates", run=False,
+              json_help="print run_dir and each candidate's status and gates")
     p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where the run directory goes (default runs/)")
-    p.add_argument("--json", action="store_true", help="print run_dir and each candidate's status and gates")
 
-    p = sub.add_parser("inspect", help="one bounded diagnostic view (profile, lines, mechanisms, routing, ...)")
-    _run_arg(p)
+    p = _verb(sub, "inspect", "one bounded diagnostic view (profile, lines, mechanisms, routing, ...)")
     p.add_argument("--section", default="profile",
                    choices=("profile", "lines", "mechanisms", "facts", "routing", "timing", "gates", "diff", "slices"))
     p.add_argument("--candidate", metavar="ID", help="a candidate's view (gates, timing, diff)")
     p.add_argument("--group", metavar="G", help="only items mentioning G (e.g. a function or metric)")
     p.add_argument("--format", choices=("text", "json", "speedscope"), default="text",
                    help="speedscope: the normalized profile as a flame-graph file")
-    p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("doctor", help="which profilers are usable on this machine, and why not")
-    p.add_argument("--json", action="store_true")
+    p = _verb(sub, "doctor", "which profilers are usable on this machine, and why not", run=False)
 
-    p = sub.add_parser("tokens", help="measured o200k token cost of every skill, reference and brief")
+    p = _verb(sub, "tokens", "measured o200k token cost of every skill, reference and brief", run=False)
     p.add_argument("--run", metavar="RUN", help="also count a run's emitted brief and view")
-    p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("log", help="show the run's events as a table")
-    _run_arg(p)
-    p.add_argument("--json", action="store_true", help="one JSON object per event")
+    p = _verb(sub, "log", "show the run's events as a table", json_help="one JSON object per event")
 
-    p = sub.add_parser("replay", help="show the run state as of an event")
-    _run_arg(p)
+    p = _verb(sub, "replay", "show the run state as of an event")
     p.add_argument("--until", type=int, metavar="SEQ", help="last event to fold (default: all)")
-    p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("audit", help="verify the chain and recompute every projection and verdict")
-    _run_arg(p)
-    p.add_argument("--json", action="store_true")
+    p = _verb(sub, "audit", "verify the chain and recompute every projection and verdict")
 
-    p = sub.add_parser("rebuild", help="rewrite every projection file from the ledger")
-    _run_arg(p)
-    p.add_argument("--json", action="store_true")
+    p = _verb(sub, "rebuild", "rewrite every projection file from the ledger")
 
-    p = sub.add_parser("repair", help="quarantine a torn ledger tail and record the repair")
-    _run_arg(p)
-    p.add_argument("--json", action="store_true")
+    p = _verb(sub, "repair", "quarantine a torn ledger tail and record the repair")
 
-    p = sub.add_parser("validate", help="check a run file or profileweaver.json against its schema")
+    p = _verb(sub, "validate", "check a run file or profileweaver.json against its schema", run=False)
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--json", action="store_true")
     return parser
 
 
