@@ -131,6 +131,21 @@ def test_block_scan_and_read_agree_with_line_by_line(tmp_path: Path, tiny_blocks
     assert Ledger(path).head().seq == expected[-1].seq
 
 
+def test_a_reader_joins_events_it_verified_before_with_ones_appended_since(tmp_path: Path, tiny_blocks):
+    """`events` decodes the already-verified prefix apart from the new tail, which it verifies and
+    decodes in one parse; the joined list must be exactly the file, in order."""
+    path = tmp_path / "ledger.jsonl"
+    before = _mixed_ledger(path)
+    reader = Ledger(path)
+    assert reader.events() == before
+    Ledger(path).append([ev.Note(text=f"later {i}") for i in range(5)], expected_seq=before[-1].seq)
+    after = [codec.decode_envelope(line) for line in path.read_bytes().splitlines()]
+    assert len(after) == len(before) + 5
+    assert reader.events() == after
+    assert reader.events(until=len(before) + 2) == after[: len(before) + 2]
+    assert reader.events(until=0) == []
+
+
 def test_block_scan_finds_damage_where_line_by_line_does(tmp_path: Path, tiny_blocks):
     path = tmp_path / "ledger.jsonl"
     expected = _mixed_ledger(path)
