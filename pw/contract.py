@@ -9,11 +9,9 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
-import msgspec
-
 from ledger.contract import Contract
 from ledger.errors import InputError
-from pw.validation import convert_as
+from pw.validation import decode_as
 
 MANIFEST = "profileweaver.json"
 
@@ -24,17 +22,7 @@ def load_manifest(workload: Path) -> tuple[Contract, bytes]:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{MANIFEST}: cannot read ({exc.strerror})") from None
-    try:
-        doc = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise InputError(f"{MANIFEST}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise InputError(f"{MANIFEST}: not valid JSON (nested too deeply)") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{MANIFEST}: expected a JSON object at the top level, got {type(doc).__name__}")
-    if "version" not in doc:
-        raise InputError(f"{MANIFEST}: missing required field 'version' (expected 1)")
-    contract = convert_as(doc, Contract, name=MANIFEST)
+    contract = decode_as(raw, Contract, name=MANIFEST)
     check_contract(contract, workload, name=MANIFEST)
     return contract, raw
 

@@ -25,11 +25,14 @@ def stage_done(state: RunState, stage: str, inputs_sha256: str) -> bool:
     return state.stages.get(stage) == inputs_sha256
 
 
-def decide_stage(state: RunState, stage: str, inputs_sha256: str, results: list[ev.Payload]) -> list[ev.Payload]:
+def decide_stage(state: RunState, stage: str, inputs_sha256: str, results: list[ev.Payload], *,
+                 redo: str | None = None) -> list[ev.Payload]:
     """Events to append for a finished stage: its results, plus `StageCompleted` unless it failed.
 
     Refuses a stage whose predecessors are not complete, and a stage already recorded for the same
-    inputs, so no stage is ever recorded twice.
+    inputs, so no stage is ever recorded twice — unless `redo` says why that record no longer holds
+    (the workflow found the stage's outputs missing). Then the stage runs again under the same
+    inputs hash, and a `Note` leading the batch records why.
     """
     if state.run is None:
         raise RejectedCommand("no RunStarted in this ledger; start a run with `pw start --workload DIR`")
@@ -38,7 +41,18 @@ def decide_stage(state: RunState, stage: str, inputs_sha256: str, results: list[
     for earlier in START_STAGES[: START_STAGES.index(stage)]:
         if earlier not in state.stages:
             raise RejectedCommand(f"stage {stage!r} needs {earlier!r} completed first")
-    if stage_done(state, stage, inputs_sha256):
+    done = stage_done(state, stage, inputs_sha256)
+    if done and redo is None:
         raise RejectedCommand(f"stage {stage!r} is already recorded for these inputs")
-    failed = any(isinstance(e, ev.FaultRecorded) for e in results)
-    return list(results) if failed else [*results, ev.StageCompleted(stage=stage, inputs_sha256=inputs_sha256)]
+    if redo is not None and not done:
+        raise RejectedCommand(f"stage {stage!r} is not recorded for these inputs, so there is nothing to redo")
+    events = [ev.Note(text=redo_note(stage, redo))] if redo is not None else []
+    events += results
+    if not any(isinstance(e, ev.FaultRecorded) for e in results):
+        events.append(ev.StageCompleted(stage=stage, inputs_sha256=inputs_sha256))
+    return events
+
+
+def redo_note(stage: str, reason: str) -> str:
+    """The text of the Note that says why a recorded stage was run again."""
+    return f"stage {stage!r} redone for the same inputs: {reason}"

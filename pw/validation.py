@@ -7,7 +7,7 @@ msgspec says `Expected `float`, got `str` - at `$.run.timeout_s``; people and ag
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import msgspec
 
@@ -68,14 +68,46 @@ def _humanize(message: str) -> str:
 
 
 def decode_as(data: bytes, typ: type[T], *, name: str) -> T:
-    """Decode `data` (JSON bytes) as `typ`; a bad document raises one InputError line."""
+    """Decode `data` (JSON bytes) as `typ`; a bad document raises one InputError line.
+
+    The one path for user input: not JSON, not an object where a Struct is expected, a missing or
+    unsupported `version`, then any field msgspec rejects, each named as `name: field: problem`.
+    """
     try:
         doc = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise InputError(f"{name}: not valid JSON ({exc})") from None
     except RecursionError:
         raise InputError(f"{name}: not valid JSON (nested too deeply)") from None
+    if isinstance(typ, type) and issubclass(typ, msgspec.Struct):
+        if not isinstance(doc, dict):
+            raise InputError(f"{name}: expected a JSON object at the top level, got {_json_kind(doc)}")
+        _check_version(doc, typ, name)
     return convert_as(doc, typ, name=name)
+
+
+def _check_version(doc: dict, typ: type[msgspec.Struct], name: str) -> None:
+    """A versioned document (a Struct with a required `version`) is judged by its version first:
+    without a known one, no other field can be interpreted, so it is the error worth reporting."""
+    field = next((f for f in msgspec.structs.fields(typ) if f.encode_name == "version" and f.required), None)
+    if field is None:
+        return
+    allowed = get_args(field.type) if get_origin(field.type) is Literal else ()
+    expected = " or ".join(_short(v) for v in allowed)
+    if "version" not in doc:
+        hint = f" (expected {expected})" if expected else ""
+        raise InputError(f"{name}: missing required field 'version'{hint}")
+    got = doc["version"]
+    if allowed and not any(type(got) is type(v) and got == v for v in allowed):  # 1.0 and true are not 1
+        raise InputError(f"{name}: version: expected {expected}, got {_short(got)}")
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array", type(None): "null"}.get(type(value), type(value).__name__)
 
 
 def convert_as(doc: Any, typ: type[T], *, name: str) -> T:

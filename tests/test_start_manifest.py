@@ -248,3 +248,14 @@ def test_top_level_not_an_object(fuzz_start, value):
 def test_garbage_bytes(fuzz_start, raw):
     fuzz_start(raw)
 
+
+
+@pytest.mark.parametrize("version", [2, 1.0, True, "1"])
+def test_an_unsupported_version_is_reported_before_anything_else(fuzz_start, version):
+    err = fuzz_start(_bytes({**_set(BASE, ("version",), version), "from_the_future": {}}))
+    assert "version: expected 1, got" in err and "from_the_future" not in err
+
+
+def test_a_missing_version_says_which_is_expected(fuzz_start):
+    err = fuzz_start(_bytes({**_delete(BASE, ("version",)), "from_the_future": {}}))
+    assert "missing required field 'version' (expected 1)" in err

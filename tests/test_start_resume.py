@@ -241,3 +241,44 @@ def test_changed_source_misses_the_preflight_cache(pw_cli, reference, tmp_path):
     run = Path(json.loads(r.out)["run_dir"])
     pre = [e.data for e in Ledger(run / "ledger.jsonl").events() if isinstance(e.data, ev.PreflightCompleted)]
     assert [p.cached for p in pre] == [False]
+
+
+def test_deleted_build_tree_is_rebuilt_under_the_same_stage_hash(pw_cli, reference, tmp_path):
+    """The build stage's record holds only while its output tree exists: with build/ deleted, a
+    resume builds again under the same inputs hash (no clock in it) and a Note says why."""
+    run = tmp_path / reference["run"].name
+    shutil.copytree(reference["run"], run, symlinks=True)
+    shutil.rmtree(run / "build")
+    r = pw_cli("start", "--resume", run, "--no-profile", "--json")
+    assert r.code == 0, r
+    assert "build" in json.loads(r.out)["completed"]
+    assert (run / "build" / "baseline" / "prog").is_file()
+
+    events = list(Ledger(run / "ledger.jsonl").events())
+    builds = [e.data.inputs_sha256 for e in events if isinstance(e.data, ev.StageCompleted) and e.data.stage == "build"]
+    assert len(builds) == 2 and builds[0] == builds[1], builds
+    redo = next(i for i, e in enumerate(events) if isinstance(e.data, ev.Note))
+    assert "'build' redone" in events[redo].data.text and "build/baseline/ is missing" in events[redo].data.text
+    assert [e.type for e in events[redo:redo + 3]] == ["Note", "BuildFinished", "StageCompleted"]
+    assert len({e.seq for e in events[redo:redo + 3]}) == 3 and pw_cli("audit", run).code == 0
+
+    before = (run / "ledger.jsonl").read_bytes()
+    r = pw_cli("start", "--resume", run, "--no-profile", "--json")
+    assert r.code == 0 and json.loads(r.out)["skipped"] == list(STAGES), r
+    assert (run / "ledger.jsonl").read_bytes() == before
+
+
+def test_redo_is_decided_only_for_a_recorded_stage(reference):
+    from ledger.errors import RejectedCommand
+    from pw import decide
+
+    state = RunHandle(reference["run"]).state()
+    inputs = state.stages["build"]
+    built = state.builds["baseline"]
+    with pytest.raises(RejectedCommand, match="already recorded"):
+        decide.decide_stage(state, "build", inputs, [built])
+    with pytest.raises(RejectedCommand, match="nothing to redo"):
+        decide.decide_stage(state, "build", "0" * 64, [built], redo="gone")
+    out = decide.decide_stage(state, "build", inputs, [built], redo="its output tree build/baseline/ is missing")
+    assert out == [ev.Note(text=decide.redo_note("build", "its output tree build/baseline/ is missing")), built,
+                   ev.StageCompleted(stage="build", inputs_sha256=inputs)]

@@ -3,8 +3,9 @@
 contract -> copy -> preflight -> build -> oracle -> baseline timing -> profile (routing, hotspot,
 source targets, brief). Every stage appends its events together with `StageCompleted` in one
 atomic batch, so an interrupted start resumes (`--resume RUN`) by skipping the stages whose inputs
-hash the same and never records a stage twice. Faults are recorded as events and end the start
-with exit 1 and one clear line.
+hash the same and never records a stage twice. A recorded stage whose outputs outside the ledger are
+gone (a deleted build tree) runs again under the same inputs hash, after a `Note` saying why. Faults
+are recorded as events and end the start with exit 1 and one clear line.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ import msgspec
 from ledger import events as ev
 from ledger.contract import Contract
 from ledger.errors import InputError, LedgerCorrupt, TornTail, WorkloadError
+from projections.state import RunState
 from pw import correctness, decide, execute, workspace
 from pw.app import RunHandle
 from pw.contract import MANIFEST, load_manifest
@@ -133,6 +134,20 @@ def baseline_target(handle: RunHandle, run: ev.RunStarted) -> execute.Target:
     )
 
 
+def build_outputs_lost(state: RunState, target: execute.Target, run_dir: Path) -> str | None:
+    """Why the recorded baseline build no longer stands (its tree deleted, changed, or its last
+    attempt failed), or None when the tree on disk is still what was recorded."""
+    recorded = state.builds.get("baseline")
+    where = target.build_dir.relative_to(run_dir).as_posix()
+    if recorded is None or recorded.outcome != "ok":
+        return "its last recorded build did not succeed"
+    if not target.build_dir.is_dir():
+        return f"its output tree {where}/ is missing"
+    if execute.binary_digest(target) != recorded.binary_sha256:
+        return f"its output tree {where}/ no longer hashes to the recorded {(recorded.binary_sha256 or '-')[:12]}"
+    return None
+
+
 class _Stage:
     """Runs one stage unless the ledger already has it for the same inputs."""
 
@@ -142,13 +157,19 @@ class _Stage:
         self.skipped = skipped
         self.completed = completed
 
-    def __call__(self, state, stage: str, inputs: str, work: Callable[[], list[ev.Payload]]):
+    def __call__(self, state, stage: str, inputs: str, work: Callable[[], list[ev.Payload]],
+                 outputs_lost: Callable[[RunState], str | None] | None = None):
+        """`outputs_lost` looks at what a recorded stage left outside the ledger; when it names
+        something gone, the stage runs again for the same inputs and the ledger says why."""
+        redo = None
         if decide.stage_done(state, stage, inputs):
-            self.skipped.append(stage)
-            return state
-        self.progress(stage)
+            redo = outputs_lost(state) if outputs_lost else None
+            if redo is None:
+                self.skipped.append(stage)
+                return state
+        self.progress(stage if redo is None else f"{stage} again: {redo}")
         results = work()
-        state = self.handle.record(state, decide.decide_stage(state, stage, inputs, results))
+        state = self.handle.record(state, decide.decide_stage(state, stage, inputs, results, redo=redo))
         fault = next((e for e in results if isinstance(e, ev.FaultRecorded)), None)
         if fault is not None:
             raise WorkloadError(f"{stage}: {fault.failure_class}: {fault.message}", failure_class=fault.failure_class)
@@ -174,13 +195,6 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     state = stage(state, "preflight", _digest([run.host, run.source_sha256]),
                   lambda: [run_preflight(run.host, run.source_sha256, cache_dir)])
 
-    build_inputs = _digest([run.source_sha256, contract.build])
-    if decide.stage_done(state, "build", build_inputs):
-        recorded = state.builds.get("baseline")
-        if not target.build_dir.is_dir() or (recorded and execute.binary_digest(target) != recorded.binary_sha256):
-            # The build tree is gone or changed since it was recorded: rebuild (new inputs).
-            build_inputs = _digest([build_inputs, "rebuild", time.time_ns()])
-
     def do_build() -> list[ev.Payload]:
         built = execute.build(contract, target, handle.evidence, handle.logs)
         if built.outcome == "ok":
@@ -196,7 +210,8 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
         )
         return [built, fault]
 
-    state = stage(state, "build", build_inputs, do_build)
+    state = stage(state, "build", _digest([run.source_sha256, contract.build]), do_build,
+                  lambda now: build_outputs_lost(now, target, handle.path))
     binary = state.builds["baseline"].binary_sha256 or ""
 
     def do_oracle() -> list[ev.Payload]:
