@@ -18,16 +18,15 @@ import abc
 import os
 import posixpath
 import shutil
-import signal
-import subprocess
 import sys
-import time
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 import msgspec
 
+from adapters.process import run_process
 from ledger.profile import Profile
 
 Phase = Literal["discovery", "diagnosis"]
@@ -106,6 +105,8 @@ class Capture(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
 
 
 class ToolRun(msgspec.Struct, frozen=True):
+    """What ``run_tool`` returns: ``returncode`` follows subprocess (minus the signal that ended it)."""
+
     returncode: int
     wall_s: float
     stdout: bytes
@@ -114,39 +115,22 @@ class ToolRun(msgspec.Struct, frozen=True):
 
 def run_tool(argv: Sequence[str], *, timeout_s: float, cwd: str | None = None,
              env: Mapping[str, str] | None = None, stdout_path: str | None = None) -> ToolRun:
-    """Run ``argv`` in its own process group; on timeout kill the whole group and raise CaptureError.
+    """Run a tool via ``adapters.process.run_process``; raise CaptureError on timeout or launch failure.
 
-    ``stdout`` goes to ``stdout_path`` when given (large outputs), else is returned; stderr is returned.
+    ``env`` is laid over the current environment. ``stdout`` goes to ``stdout_path`` when given (large
+    outputs), else is returned; stderr is returned. Both pass through files, not pipes.
     """
-    full_env = None if env is None else {**os.environ, **env}
-    out_f = open(stdout_path, "wb") if stdout_path else None  # noqa: SIM115 - closed below
-    start = time.monotonic()
-    try:
-        try:
-            proc = subprocess.Popen(list(argv), cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
-                                    stdout=out_f or subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
-        except OSError as exc:
-            raise CaptureError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            proc.communicate()
-            raise CaptureError(
-                f"{posixpath.basename(argv[0])} timed out after {timeout_s:g} s "
-                f"(process group killed): {' '.join(argv)}") from None
-    finally:
-        if out_f:
-            out_f.close()
-    return ToolRun(proc.returncode, time.monotonic() - start, out or b"", err or b"")
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # start_new_session=True: pgid == pid
-    except ProcessLookupError:
-        pass
+    with tempfile.TemporaryDirectory(prefix="pw-tool-") as tmp:
+        out = Path(stdout_path) if stdout_path else Path(tmp, "stdout")
+        r = run_process(argv, cwd=cwd, env={**os.environ, **(env or {})}, timeout_s=timeout_s,
+                        stdout_path=out, stderr_path=Path(tmp, "stderr"))
+        if r.launch_error:
+            raise CaptureError(f"cannot start {r.launch_error}")
+        if r.timed_out:
+            raise CaptureError(f"{posixpath.basename(argv[0])} timed out after {timeout_s:g} s "
+                               f"(process group killed): {' '.join(argv)}")
+        stdout = b"" if stdout_path else out.read_bytes()
+        return ToolRun(r.returncode, r.wall_s, stdout, Path(r.stderr_path).read_bytes())
 
 
 def true_argv() -> list[str]:

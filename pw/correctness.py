@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from adapters.process import run_process
 from ledger import events as ev
 from ledger.contract import Contract
 from ledger.evidence import EvidenceStore
@@ -25,7 +26,6 @@ from pw.execute import (
     step_outcome,
 )
 from pw.oracle import compare_text
-from pw.process import run_process
 
 
 class OracleResult(msgspec.Struct, frozen=True):

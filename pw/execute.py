@@ -17,12 +17,12 @@ from pathlib import Path
 
 import msgspec
 
+from adapters.process import ProcessResult, describe, run_process
 from ledger import events as ev
 from ledger.contract import Contract, Step
 from ledger.evidence import EvidenceStore
 from pw import workspace
 from pw.oracle import Comparison, compare_text
-from pw.process import ProcessResult, describe, run_process
 
 _UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 # Environment passed through to workloads; everything else is dropped for reproducibility.

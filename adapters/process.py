@@ -1,0 +1,157 @@
+"""Run one child process: argv only, its own process group, a hard timeout, resource usage.
+
+This is the one process runner of the project: the workload steps (``pw.execute``,
+``pw.correctness``) and the profiler adapters (``adapters.base.run_tool``) both go through it. It
+lives in ``adapters/`` because adapters may import only ``ledger``, while ``pw`` may import adapters.
+
+Output goes to files, never pipes, so a chatty program can neither deadlock us nor fill our memory.
+On timeout the whole process group is killed (SIGTERM, a short grace, then SIGKILL), so a hang that
+forked children, even ones that ignore SIGTERM, leaves nothing behind; after a normal exit anything
+the program left running in its group is killed too. ``os.wait4`` gives the child's own peak
+memory, which the no-collateral gate compares. A program that fails, crashes or cannot be launched
+is recorded in the result, never raised.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import msgspec
+
+_KILL_GRACE_S = 0.5
+
+
+class ProcessResult(msgspec.Struct, frozen=True):
+    """How one process ended: exactly one of ``exit_code``/``signal`` is set unless it never launched."""
+
+    argv: list[str]
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    launch_error: str | None
+    wall_s: float
+    max_rss_kb: int
+    stdout_path: str
+    stderr_path: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and self.launch_error is None
+
+    @property
+    def returncode(self) -> int:
+        """``subprocess``'s convention: the exit status, or minus the signal that ended it."""
+        return self.exit_code if self.exit_code is not None else -(self.signal or 0)
+
+
+def _kill_group(pgid: int, reaped: threading.Event) -> None:
+    """SIGTERM the group, give it a grace period, then SIGKILL what is left.
+
+    Stops early once the leader has been reaped: its caller then kills the rest of the group itself,
+    and a pgid whose processes are all gone must not be signalled later (the number can be reused).
+    """
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    if reaped.wait(_KILL_GRACE_S):
+        return
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_leftovers(pgid: int) -> None:
+    """Kill anything still in the group once its leader has exited (daemons, stray children)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    timeout_s: float,
+    stdout_path: Path,
+    stderr_path: Path,
+) -> ProcessResult:
+    """Run argv to completion or timeout; never raises for a failing program, only records it.
+
+    ``env`` is the child's whole environment (None: inherit ours); ``cwd`` None: ours. A launch
+    failure is also written to ``stderr_path`` so the log says why nothing ran.
+    """
+    argv = list(argv)
+    for path in (stdout_path, stderr_path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        start = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=None if env is None else dict(env), stdout=out, stderr=err,
+                stdin=subprocess.DEVNULL, start_new_session=True,  # start_new_session: pgid == pid
+            )
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv/env, '=' in an env name
+            reason = getattr(exc, "strerror", None) or exc
+            err.write(f"cannot launch {argv[0]!r}: {reason}\n".encode())
+            return ProcessResult(
+                argv, None, None, False, f"{argv[0]}: {reason}", 0.0, 0, str(stdout_path), str(stderr_path)
+            )
+        fired = threading.Event()
+        reaped = threading.Event()
+
+        def on_timeout() -> None:
+            fired.set()
+            _kill_group(proc.pid, reaped)
+
+        timer = threading.Timer(timeout_s, on_timeout)
+        timer.daemon = True
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            _kill_group(proc.pid, reaped)  # Ctrl-C while a child runs: leave no orphan behind
+            raise
+        finally:
+            reaped.set()
+            timer.cancel()
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped by us
+        _kill_leftovers(proc.pid)
+        timer.join()  # a firing timer has stopped signalling once `reaped` is set
+    code = proc.returncode
+    return ProcessResult(
+        argv=argv,
+        exit_code=code if code >= 0 else None,
+        signal=-code if code < 0 else None,
+        timed_out=fired.is_set(),
+        launch_error=None,
+        wall_s=wall,
+        max_rss_kb=int(usage.ru_maxrss),
+        stdout_path=str(stdout_path),
+        stderr_path=str(stderr_path),
+    )
+
+
+def describe(result: ProcessResult, timeout_s: float) -> str:
+    """One line saying how a process ended, for messages and fault events."""
+    if result.launch_error:
+        return f"could not launch: {result.launch_error}"
+    if result.timed_out:
+        return f"timed out after {timeout_s:g} s (process group killed)"
+    if result.signal:
+        try:
+            name = signal.Signals(result.signal).name
+        except ValueError:
+            name = f"signal {result.signal}"
+        return f"crashed with {name}"
+    return f"exited with status {result.exit_code}"
