@@ -305,11 +305,17 @@ class GatesEvaluated(Payload, frozen=True):
 
 
 class VerdictReached(Payload, frozen=True):
+    """A candidate attempt's status and why. `repairable` is True only for a rejection an edit can
+    address (edits refused, a failed build, oracle or timed run): it spends one of the candidate's
+    repairs and lets it be evaluated again. v1 left that implicit in the reasons' prefixes."""
+
     TYPE = "VerdictReached"
+    VERSION = 2
     id: str
     attempt: int
     status: Literal["verified", "proposed", "rejected", "inconclusive"]
     reasons: list[str]
+    repairable: bool
     speedup: float | None
     interval: list[float] | None
     exploratory: bool = False

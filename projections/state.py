@@ -118,7 +118,7 @@ def _apply(state: RunState, env: Envelope) -> RunState:
             return _candidate(state, data.id, gates=data)
         case ev.VerdictReached():
             cand = state.candidates[data.id]
-            failed = cand.failed_attempts + (1 if data.status == "rejected" and _repairable(data) else 0)
+            failed = cand.failed_attempts + (1 if data.repairable else 0)  # each repairable rejection counts
             return _candidate(state, data.id, verdict=data, failed_attempts=failed)
         case ev.WinnerConfirmed():
             return _candidate(state, data.id, confirmation=data)
@@ -130,13 +130,6 @@ def _apply(state: RunState, env: Envelope) -> RunState:
 
 
 _IGNORED: frozenset[str] = frozenset()
-
-# Verdict reasons that a repair (edit and evaluate again) can address and that spend a repair.
-REPAIRABLE_PREFIXES = ("build-failed", "oracle-failed", "crashed", "timeout", "launch-failed", "edit-refused")
-
-
-def _repairable(verdict: ev.VerdictReached) -> bool:
-    return any(r.startswith(REPAIRABLE_PREFIXES) for r in verdict.reasons)
 
 
 def _candidate(state: RunState, cid: str, **changes: Any) -> RunState:

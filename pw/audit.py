@@ -117,6 +117,11 @@ def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
                 f"(recorded {data.status} {data.speedup}x {data.interval}; recomputed {j.verdict.status} "
                 f"{j.verdict.speedup}x {j.verdict.interval})"
             )
+        if isinstance(data, ev.VerdictReached) and data != j.verdict:
+            # Same status and numbers, but the recorded event says something else (its reasons, or
+            # whether the rejection is repairable): the whole event must follow.
+            changed = [f for f in data.__struct_fields__ if getattr(data, f) != getattr(j.verdict, f)]
+            return f"candidate {data.id}: verdict at seq {env.seq} no longer follows ({', '.join(changed)} differ)"
         gates_env = next((e for e in events[start:i] if isinstance(e.data, ev.GatesEvaluated)), None)
         if gates_env is not None and msgspec.json.encode(gates_env.data.gates) != msgspec.json.encode(j.gates.gates):
             changed = [a.name for a, b in zip(gates_env.data.gates, j.gates.gates) if a != b]

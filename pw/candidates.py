@@ -105,9 +105,7 @@ def decide_evaluate(state: RunState, cid: str) -> tuple[CandidateState, int]:
         raise RejectedCommand("no RunStarted in this ledger")
     repairs = state.run.budgets.repairs
     if cand.verdict is not None:
-        from projections.state import _repairable
-
-        if not _repairable(cand.verdict):
+        if not cand.verdict.repairable:
             raise RejectedCommand(
                 f"candidate {cid!r} already has a verdict ({cand.verdict.status}); prepare a new candidate "
                 f"with parent {cid!r} to build on it, or `pw confirm` it"

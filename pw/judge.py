@@ -178,18 +178,18 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         ),
     )
     gate_results = g.evaluate_gates(inputs)
-    status, reasons = reach_verdict(
+    timing_fault = None
+    if timing is None and oracle is not None and oracle[1].passed:
+        # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
+        fault = mine(ev.FaultRecorded, target=cid)
+        timing_fault = fault[1] if fault is not None else None
+    verdict = reach_verdict(
         gate_results, analysis, refused_edits=list(diff.refused),
         build_ok=None if build is None else build[1].outcome == "ok",
         oracle_passed=None if oracle is None else oracle[1].passed,
         exploratory=inputs.exploratory,
+        timing_fault=timing_fault,
     )
-    if timing is None and oracle is not None and oracle[1].passed:
-        # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
-        fault = mine(ev.FaultRecorded, target=cid)
-        if fault is not None:
-            status = "rejected"
-            reasons = [f"{fault[1].failure_class}: {fault[1].message}"] + [r for r in reasons if not r.startswith("inconclusive")]
     interval = None
     speedup = None
     if analysis is not None:
@@ -206,8 +206,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         ),
         gates=ev.GatesEvaluated(id=cid, attempt=attempt, gates=gate_results, inputs=msgspec.to_builtins(inputs)),
         verdict=ev.VerdictReached(
-            id=cid, attempt=attempt, status=status, reasons=reasons, speedup=speedup, interval=interval,
-            exploratory=inputs.exploratory,
+            id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
+            speedup=speedup, interval=interval, exploratory=inputs.exploratory,
         ),
         profile_diff=diff_bytes,
     )

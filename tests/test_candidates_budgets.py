@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from ledger import events as ev
+from ledger.codec import seal
 from tests.conftest import TINY_C, copy_run, ledger_events, pw_main
 
 BROKEN_C = "int main(void) { return }\n"  # does not compile
@@ -93,3 +95,67 @@ def test_repair_budget_spent_refuses_another_evaluation(tiny_budget_run, tmp_pat
     result = pw_main("evaluate", run, "a")
     assert_refused(result, "repair budget", run, before)
     assert "'a'" in result.err
+
+
+def _rewrite_verdicts(ledger: Path, edit) -> None:
+    """Apply `edit` to every VerdictReached envelope (as a JSON dict) and seal the chain again."""
+    prev, lines = ev.GENESIS, []
+    for line in ledger.read_bytes().splitlines():
+        env = msgspec.json.decode(line)
+        if env["type"] == "VerdictReached":
+            edit(env)
+        env["prev"] = prev
+        lines.append(seal(msgspec.convert(env, ev.Envelope)))
+        prev = msgspec.json.decode(lines[-1])["hash"]
+    ledger.write_bytes(b"".join(lines))
+
+
+def _as_v1(env: dict) -> None:
+    """A verdict as code before VerdictReached v2 wrote it: same reasons, no `repairable`."""
+    env["v"] = 1
+    del env["data"]["repairable"]
+
+
+def _repaired_once(tiny_budget_run: Path, tmp_path: Path) -> Path:
+    run = copy_run(tiny_budget_run, tmp_path)
+    assert pw_main("prepare", run, "--candidate", "a:baseline:tweak").code == 0
+    source = run / "candidates" / "a" / "src" / "tiny.c"
+    source.write_text(BROKEN_C)
+    first = _evaluate(run, "a")
+    source.write_text(TINY_C)  # the repair: builds, right output, no faster
+    second = _evaluate(run, "a")
+    assert (first["status"], first["repairable"]) == ("rejected", True)
+    assert second["repairable"] is False
+    return run
+
+
+@pytest.mark.slow
+def test_a_run_with_v1_verdicts_keeps_its_repair_count_and_audits_clean(tiny_budget_run, tmp_path):
+    run = _repaired_once(tiny_budget_run, tmp_path)
+    recorded = [e.data for e in ledger_events(run)]
+
+    _rewrite_verdicts(run / "ledger.jsonl", _as_v1)
+    events = ledger_events(run)
+    assert [e.v for e in events if e.type == "VerdictReached"] == [1, 1]
+    assert [e.data for e in events] == recorded  # the upcaster restores exactly what v2 recorded
+    assert pw_main("rebuild", run).code == 0  # the rewrite changed the head every projection is stamped with
+    audit = pw_main("audit", run)
+    assert audit.code == 0, audit
+    assert_refused(pw_main("evaluate", run, "a"), "already has a verdict", run, (run / "ledger.jsonl").read_bytes())
+
+
+@pytest.mark.slow
+def test_audit_names_a_verdict_forged_repairable(tiny_budget_run, tmp_path):
+    """Marking the final verdict repairable would buy another attempt; the recomputed verdict says no."""
+    run = _repaired_once(tiny_budget_run, tmp_path)
+
+    def forge(env: dict) -> None:
+        env["data"]["repairable"] = True
+
+    _rewrite_verdicts(run / "ledger.jsonl", forge)
+    assert pw_main("rebuild", run).code == 0
+    result = pw_main("audit", run, "--json")
+    assert result.code == 1, result
+    checks = {c["name"]: c for c in result.json()["checks"]}
+    assert checks["chain"]["ok"] and not checks["verdicts"]["ok"]
+    assert "candidate a" in checks["verdicts"]["detail"] and "repairable differ" in checks["verdicts"]["detail"]

@@ -1,4 +1,4 @@
-"""Old ledgers keep decoding: the checked-in v0 fixture replays through its upcaster.
+"""Old ledgers keep decoding: the checked-in v0 and v1 fixtures replay through their upcasters.
 
 `tests/data/ledger-v0/ledger.jsonl` was written once, by hand, with `ledger.codec.seal` on
 envelopes whose Note payloads are version 0 (`{"message": ...}`); it must never be regenerated.
@@ -11,11 +11,14 @@ import subprocess
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from ledger import events as ev
 from ledger.codec import decode_payload
+from ledger.errors import LedgerCorrupt
 from ledger.store import Ledger
 from ledger.upcast import upcast
+from projections.state import fold
 
 FIXTURE = Path(__file__).parent / "data" / "ledger-v0"
 PW = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "pw"
@@ -61,3 +64,69 @@ def test_pw_log_reads_the_v0_fixture(tmp_path: Path):
     table = subprocess.run([str(PW), "log", str(run)], capture_output=True, text=True, timeout=60)
     assert table.returncode == 0 and "Note v0" in table.stdout and "text=first note" in table.stdout
     assert sorted(p.name for p in run.iterdir()) == ["ledger.jsonl"]
+
+
+# --- VerdictReached v1 -> v2: `repairable` from the reasons' prefixes ------------------------------
+#
+# `tests/data/ledger-verdict-v1/ledger.jsonl` was written once, with `ledger.codec.seal`, from
+# payload dicts in the v1 shape (no `repairable`), with one v2 verdict at the end; never regenerate it.
+
+VERDICT_FIXTURE = Path(__file__).parent / "data" / "ledger-verdict-v1"
+
+
+def _v1_verdict(status: str, *reasons: str) -> dict:
+    return {"id": "a", "attempt": 1, "status": status, "reasons": list(reasons), "speedup": None, "interval": None}
+
+
+def test_verdict_fixture_is_still_written_in_the_old_version():
+    raw = [msgspec.json.decode(line) for line in (VERDICT_FIXTURE / "ledger.jsonl").read_bytes().splitlines()]
+    verdicts = [r for r in raw if r["type"] == "VerdictReached"]
+    assert [r["v"] for r in verdicts] == [1] * 7 + [2]
+    assert not any("repairable" in r["data"] for r in verdicts[:-1])
+
+
+def test_v1_verdicts_read_back_with_repairable_from_their_reasons():
+    ledger = Ledger(VERDICT_FIXTURE / "ledger.jsonl")
+    assert ledger.verify().ok
+    verdicts = [e.data for e in ledger.events() if isinstance(e.data, ev.VerdictReached)]
+    assert [(v.id, v.attempt, v.status, v.repairable) for v in verdicts] == [
+        ("a", 1, "rejected", True),  # build-failed
+        ("a", 2, "rejected", True),  # oracle-failed
+        ("a", 3, "rejected", False),  # slower
+        ("b", 1, "rejected", True),  # crashed in a timed run
+        ("b", 2, "proposed", False),
+        ("c", 1, "rejected", True),  # edit-refused and build-failed
+        ("c", 2, "rejected", False),  # no-effect
+        ("d", 1, "verified", False),  # written as v2
+    ]
+    assert verdicts[2].speedup == 0.7 and verdicts[2].interval == [0.65, 0.75]
+
+
+def test_v1_verdicts_spend_repairs_as_they_did():
+    candidates = fold(Ledger(VERDICT_FIXTURE / "ledger.jsonl").events()).candidates
+    assert {cid: c.failed_attempts for cid, c in candidates.items()} == {"a": 2, "b": 1, "c": 1, "d": 0}
+    assert not candidates["a"].verdict.repairable and not candidates["b"].verdict.repairable
+
+
+def test_verdict_upcaster_is_pure_and_flags_repairable_rejections():
+    for prefix in ("build-failed", "oracle-failed", "crashed", "timeout", "launch-failed", "edit-refused"):
+        data = _v1_verdict("rejected", f"{prefix}: detail")
+        assert upcast("VerdictReached", 1, 2, data) == {**data, "repairable": True}
+        assert "repairable" not in data
+    for reason in ("slower: speedup 0.9x", "no-effect: speedup 1x", "nondeterministic-output: differs"):
+        assert upcast("VerdictReached", 1, 2, _v1_verdict("rejected", reason))["repairable"] is False
+    # Only a rejection is repairable, whatever its reasons say.
+    assert upcast("VerdictReached", 1, 2, _v1_verdict("proposed", "crashed: but proposed"))["repairable"] is False
+    assert decode_payload("VerdictReached", 1, _v1_verdict("rejected", "timeout: pair 1")).repairable is True
+    assert decode_payload("VerdictReached", 1, _v1_verdict("rejected", "slower: 0.8x")).repairable is False
+
+
+def test_malformed_v1_verdict_is_reported_not_crashed_on():
+    for bad in ({"id": "a", "attempt": 1, "status": "rejected", "reasons": 5, "speedup": None, "interval": None},
+                {"id": "a", "attempt": 1, "status": "rejected", "reasons": [5], "speedup": None, "interval": None},
+                {"status": "rejected"}):
+        with pytest.raises(LedgerCorrupt, match="VerdictReached payload invalid"):
+            decode_payload("VerdictReached", 1, bad, seq=3)
+    # A v2 payload must say it: the field has no default.
+    with pytest.raises(LedgerCorrupt, match="repairable"):
+        decode_payload("VerdictReached", 2, _v1_verdict("rejected", "slower: 0.8x"))

@@ -54,7 +54,7 @@ def evaluate(args) -> int:
         if result.gates:
             lines.append(f"  gates: {_gate_line(result.gates)}")
         lines.append(f"  patch: {result.patch}")
-        if result.status == "rejected" and result.repairs_left:
+        if result.repairable and result.repairs_left:
             lines.append(f"  repairs left: {result.repairs_left} (edit the workspace and evaluate again)")
         print_text("\n".join(lines))
     return 0 if result.status == "verified" else 1

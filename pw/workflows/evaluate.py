@@ -25,6 +25,7 @@ class EvaluateResult(msgspec.Struct, frozen=True):
     attempt: int
     status: str
     reasons: list[str]
+    repairable: bool
     speedup: float | None
     interval: list[float] | None
     gates: list[ev.GateResult]
@@ -102,8 +103,9 @@ def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lamb
 
     shutil.rmtree(scratch, ignore_errors=True)
     return EvaluateResult(
-        id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, speedup=verdict.speedup,
-        interval=verdict.interval, gates=gates.gates if gates else [], exploratory=verdict.exploratory,
+        id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
+        speedup=verdict.speedup, interval=verdict.interval, gates=gates.gates if gates else [],
+        exploratory=verdict.exploratory,
         patch=str(handle.path / "variants" / f"{cid}.patch"), repairs_left=repairs_left,
     )
 
