@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from pathlib import Path
 import msgspec
 
 _KILL_GRACE_S = 0.5
+_LAUNCHER = Path(__file__).with_name("launch.py")
 
 
 class ProcessResult(msgspec.Struct, frozen=True):
@@ -84,22 +86,28 @@ def run_process(
     timeout_s: float,
     stdout_path: Path,
     stderr_path: Path,
+    own_peak_rss: bool = False,
 ) -> ProcessResult:
     """Run argv to completion or timeout; never raises for a failing program, only records it.
 
     ``env`` is the child's whole environment (None: inherit ours); ``cwd`` None: ours. A launch
     failure is also written to ``stderr_path`` so the log says why nothing ran.
+
+    With ``own_peak_rss`` the program runs under ``adapters/launch.py``, so ``max_rss_kb`` is the
+    program's own peak (a few MB of launcher floor) rather than at least this process's peak,
+    which Linux carries into any child exec'd straight from it; ``wall_s`` is then the
+    launcher's fork-to-wait time. Timed and oracle runs use it; builds and tools need not.
     """
     argv = list(argv)
     for path in (stdout_path, stderr_path):
         path.parent.mkdir(parents=True, exist_ok=True)
+    report = stdout_path.with_name(f".{stdout_path.name}.launch.json") if own_peak_rss else None
+    if report is not None:
+        report.unlink(missing_ok=True)
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.perf_counter()
         try:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=None if env is None else dict(env), stdout=out, stderr=err,
-                stdin=subprocess.DEVNULL, start_new_session=True,  # start_new_session: pgid == pid
-            )
+            proc = _popen(argv, cwd=cwd, env=env, out=out, err=err, report=report)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv/env, '=' in an env name
             reason = getattr(exc, "strerror", None) or exc
             err.write(f"cannot launch {argv[0]!r}: {reason}\n".encode())
@@ -128,7 +136,12 @@ def run_process(
         proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped by us
         _kill_leftovers(proc.pid)
         timer.join()  # a firing timer has stopped signalling once `reaped` is set
-    code = proc.returncode
+    code, rss, launch_error = proc.returncode, int(usage.ru_maxrss), None
+    measured = _read_report(report) if report is not None else None
+    if measured is not None:
+        code, wall, rss, launch_error = measured.returncode, measured.wall_s, measured.max_rss_kb, measured.launch_error
+    if launch_error is not None:
+        return ProcessResult(argv, None, None, False, launch_error, 0.0, 0, str(stdout_path), str(stderr_path))
     return ProcessResult(
         argv=argv,
         exit_code=code if code >= 0 else None,
@@ -136,10 +149,47 @@ def run_process(
         timed_out=fired.is_set(),
         launch_error=None,
         wall_s=wall,
-        max_rss_kb=int(usage.ru_maxrss),
+        max_rss_kb=rss,
         stdout_path=str(stdout_path),
         stderr_path=str(stderr_path),
     )
+
+
+class _LaunchReport(msgspec.Struct, frozen=True):
+    """What adapters/launch.py writes after its program ends."""
+
+    returncode: int
+    wall_s: float
+    max_rss_kb: int
+    launch_error: str | None
+
+
+def _popen(argv: list[str], *, cwd, env, out, err, report: Path | None) -> subprocess.Popen:
+    env = None if env is None else dict(env)
+    if report is None:
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True)  # start_new_session: pgid == pid
+    if not argv or any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in (env or {}).items()):
+        raise ValueError("argv and environment may not contain NUL bytes (or '=' in a variable name)")
+    proc = subprocess.Popen([sys.executable, "-I", "-S", str(_LAUNCHER), str(report)], cwd=cwd, env=env,
+                            stdout=out, stderr=err, stdin=subprocess.PIPE, start_new_session=True)
+    spec = msgspec.json.encode({"argv": argv, "env": env if env is not None else dict(os.environ)})
+    try:
+        proc.stdin.write(spec)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # the launcher died at once; its wait status says how
+    return proc
+
+
+def _read_report(path: Path) -> _LaunchReport | None:
+    """The launcher's report, or None when it wrote none (killed with its group on a timeout)."""
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=_LaunchReport)
+    except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def describe(result: ProcessResult, timeout_s: float) -> str:
