@@ -12,6 +12,7 @@ from ledger.evidence import EvidenceStore
 from ledger.store import Ledger
 from projections import documents, state
 from projections.materialize import write_all
+from pw import diagnostics
 
 
 class RunHandle:
@@ -30,12 +31,16 @@ class RunHandle:
         if not payloads:
             return current
         envelopes = self.ledger.append(payloads, expected_seq=current.head.seq, actor=actor, key=key)
+        if diagnostics.debugging():
+            diagnostics.log().debug("appended", run=self.path.name, seq=f"{envelopes[0].seq}-{envelopes[-1].seq}",
+                                    types=",".join(e.type for e in envelopes))
         new_state = state.fold(envelopes, current) if envelopes[0].seq == current.head.seq + 1 else self.state()
         self.materialize(new_state)
         return new_state
 
     def materialize(self, run_state: state.RunState) -> None:
-        write_all(self.path, documents.render(run_state))
+        written = write_all(self.path, documents.render(run_state))
+        diagnostics.projections_written(self.path, run_state.head.seq, written)
 
     @property
     def logs(self) -> Path:

@@ -122,12 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     from ledger.errors import PWError
 
     try:
-        from pw.diagnostics import configure
-
-        configure()
         handler = getattr(importlib.import_module(module_name), func_name)
         return int(handler(args) or 0)
     except PWError as exc:
+        from pw import diagnostics
+
+        if diagnostics.debugging():
+            diagnostics.log().debug("error", verb=args.verb, error=type(exc).__name__, exc_info=True)
         sys.stderr.write(f"pw {args.verb}: {exc.message}\n")
         return exc.exit_code
     except KeyboardInterrupt:

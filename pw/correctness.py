@@ -16,6 +16,7 @@ from adapters.process import run_process
 from ledger import events as ev
 from ledger.contract import Contract
 from ledger.evidence import EvidenceStore
+from pw import diagnostics
 from pw.execute import (
     RunOutcome,
     Target,
@@ -129,6 +130,7 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
             stdout_path=scratch / "oracle-cmd.out",
             stderr_path=scratch / "oracle-cmd.err",
         )
+        diagnostics.process_ran(result, what=f"oracle command {target.label}")
         ok = result.ok
         return _result(contract, target, ok, f"oracle command {'passed' if ok else 'failed'}", first, evidence)
     cmp = compare_with_reference(contract, reference_dir, first, o.reference or "")

@@ -21,7 +21,7 @@ from adapters.process import ProcessResult, describe, run_process
 from ledger import events as ev
 from ledger.contract import Contract, Step
 from ledger.evidence import EvidenceStore
-from pw import workspace
+from pw import diagnostics, workspace
 from pw.oracle import Comparison, compare_text
 
 _UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -102,6 +102,7 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
             stdout_path=logs / f"build-{target.label}-{i}.out",
             stderr_path=logs / f"build-{target.label}-{i}.err",
         )
+        diagnostics.process_ran(result, what=f"build {target.label} step {i}")
         steps.append(step_outcome(result, _store_log(evidence, result)))
         if not result.ok:
             outcome = "timeout" if result.timed_out else "build-failed"
@@ -192,6 +193,7 @@ def run_once(
         stdout_path=scratch / f"{tag}.out",
         stderr_path=scratch / f"{tag}.err",
     )
+    diagnostics.process_ran(result, what=f"{tag} {target.label}")
     stdout = Path(result.stdout_path).read_text(errors="replace")
     output_file = None
     declared = None

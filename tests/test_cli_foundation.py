@@ -268,3 +268,44 @@ def test_validate_accepts_a_good_manifest_and_run_files(tmp_path: Path, run: Pat
     manifest.write_text("{not json")
     proc = pw("validate", manifest)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not valid JSON" in proc.stderr
+
+
+# --- diagnostics ----------------------------------------------------------------------------------
+
+
+def test_a_verb_with_nothing_to_say_never_imports_structlog(run_dir: Path):
+    """structlog costs ~0.2 s to import; a plain verb must not pay it."""
+    script = (
+        "import sys; from pw.cli import main; code = main(['log', sys.argv[1]]); "
+        "sys.stderr.write(f\"structlog loaded: {'structlog' in sys.modules}\\n\"); sys.exit(code)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PW_DEBUG"}
+    proc = subprocess.run([sys.executable, "-c", script, str(run_dir)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["structlog loaded: False"]
+
+
+def test_pw_debug_adds_structlog_lines_on_stderr_and_leaves_stdout_alone(run_dir: Path, monkeypatch):
+    pw("rebuild", run_dir)
+    (run_dir / "experiment-plan.json").unlink()
+    quiet = pw("rebuild", run_dir)
+    assert quiet.stderr == ""
+    (run_dir / "experiment-plan.json").unlink()
+    monkeypatch.setenv("PW_DEBUG", "1")
+    loud = pw("rebuild", run_dir)
+    assert loud.returncode == 0 and loud.stdout == quiet.stdout
+    [line] = [ln for ln in loud.stderr.splitlines() if "projections written" in ln]
+    assert "[debug" in line and "files=experiment-plan.json" in line and "head=2" in line
+
+
+def test_pw_debug_shows_what_is_behind_an_error_line(tmp_path: Path, monkeypatch):
+    missing = tmp_path / "no-such-run"
+    plain = pw("log", missing)
+    monkeypatch.setenv("PW_DEBUG", "1")
+    debug = pw("log", missing)
+    assert plain.returncode == debug.returncode == 2
+    assert len(plain.stderr.splitlines()) == 1
+    # The same one clear line ends the output; before it, the exception behind it.
+    assert debug.stderr.splitlines()[-1] == plain.stderr.strip()
+    assert "error=InputError" in debug.stderr and "Traceback" in debug.stderr

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ledger.codec import to_builtins
 from ledger.errors import InputError
+from pw import diagnostics
 from pw.commands.common import checked_events, open_run, print_json, print_text
 
 
@@ -40,8 +41,9 @@ def rebuild(args) -> int:
 
     run, ledger = open_run(args.run)
     checked_events(run, ledger)
-    _, files = rebuild_in_memory(ledger)
+    rebuilt, files = rebuild_in_memory(ledger)
     written = write_all(run.path, files)
+    diagnostics.projections_written(run.path, rebuilt.head.seq, written)
     if args.json:
         print_json({"run_dir": str(run.path), "files": sorted(files), "written": written})
     else:

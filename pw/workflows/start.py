@@ -23,7 +23,7 @@ from ledger import events as ev
 from ledger.contract import Contract
 from ledger.errors import InputError, LedgerCorrupt, TornTail, WorkloadError
 from projections.state import RunState
-from pw import correctness, decide, execute, workspace
+from pw import correctness, decide, diagnostics, execute, workspace
 from pw.app import RunHandle
 from pw.contract import MANIFEST, load_manifest
 from pw.host import host_info
@@ -165,6 +165,8 @@ class _Stage:
         if decide.stage_done(state, stage, inputs):
             redo = outputs_lost(state) if outputs_lost else None
             if redo is None:
+                if diagnostics.debugging():
+                    diagnostics.log().debug("stage skipped", stage=stage, reason="recorded for the same inputs")
                 self.skipped.append(stage)
                 return state
         self.progress(stage if redo is None else f"{stage} again: {redo}")
