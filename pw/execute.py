@@ -192,6 +192,7 @@ def run_once(
         timeout_s=step.timeout_s,
         stdout_path=scratch / f"{tag}.out",
         stderr_path=scratch / f"{tag}.err",
+        own_peak_rss=True,  # the no-collateral gate compares it; without, it is pw's own peak
     )
     diagnostics.process_ran(result, what=f"{tag} {target.label}")
     stdout = Path(result.stdout_path).read_text(errors="replace")
