@@ -2,16 +2,73 @@
 
 Each file is written to a temporary name in the run directory, fsynced, and renamed over the old
 one, so a reader sees the old file or the new one, never a mix.
+
+`materialize` does it under the run's projection lock, for the ledger's head at that moment: two
+processes that append one after the other and then write their projections in the opposite order
+would otherwise leave the older state on disk. Holding the lock also means no other writer is
+half-way through a file, so temporary files left by a writer that was killed can be removed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import fcntl
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from ledger.files import write_atomic
 from ledger.store import Ledger
 from projections import documents, state
+
+LOCK_NAME = ".projections.lock"
+
+
+@contextmanager
+def projection_lock(run_dir: Path) -> Iterator[None]:
+    fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+class Materialized(NamedTuple):
+    state: state.RunState  # the head the files were rendered from
+    files: list[str]  # every projection of that state
+    written: list[str]  # those whose bytes changed on disk
+
+
+def materialize(run_dir: Path, ledger: Ledger, run_state: state.RunState | None = None) -> Materialized:
+    """Write every projection of the ledger's current head.
+
+    `run_state` is what the caller folded; it is used when it is still the head (the usual case,
+    no re-read), and replaced by a fresh fold when another process appended in the meantime.
+    """
+    with projection_lock(run_dir):
+        head = ledger.head()
+        if run_state is None or (run_state.head.seq, run_state.head.hash) != (head.seq, head.hash):
+            run_state = state.fold(ledger.read())
+        files = documents.render(run_state)
+        written = write_all(run_dir, files)
+        remove_stray_temporaries(run_dir, files)
+    return Materialized(run_state, sorted(files), written)
+
+
+def remove_stray_temporaries(run_dir: Path, names: Iterable[str]) -> list[str]:
+    """Delete the hidden temporary files `write_atomic` leaves when killed before its rename.
+    Only call with the projection lock held: otherwise one may be a live write."""
+    removed = []
+    for name in names:
+        target = run_dir / name
+        if not target.parent.is_dir():
+            continue
+        for stray in target.parent.glob(f".{target.name}.*"):
+            stray.unlink(missing_ok=True)
+            removed.append(stray.relative_to(run_dir).as_posix())
+    return removed
 
 
 def rebuild_in_memory(ledger: Ledger, *, until: int | None = None) -> tuple[state.RunState, dict[str, bytes]]:

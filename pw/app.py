@@ -10,8 +10,8 @@ from pathlib import Path
 from ledger.events import Payload
 from ledger.evidence import EvidenceStore
 from ledger.store import Ledger
-from projections import documents, state
-from projections.materialize import write_all
+from projections import state
+from projections.materialize import materialize
 from pw import diagnostics
 
 
@@ -39,8 +39,9 @@ class RunHandle:
         return new_state
 
     def materialize(self, run_state: state.RunState) -> None:
-        written = write_all(self.path, documents.render(run_state))
-        diagnostics.projections_written(self.path, run_state.head.seq, written)
+        """Bring the projection files up to the ledger (under the run's projection lock)."""
+        done = materialize(self.path, self.ledger, run_state)
+        diagnostics.projections_written(self.path, done.state.head.seq, done.written)
 
     @property
     def logs(self) -> Path:

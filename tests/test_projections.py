@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import msgspec
@@ -10,7 +11,13 @@ import pytest
 from ledger import events as ev
 from ledger.store import Ledger
 from projections import documents, state
-from projections.materialize import first_divergence, rebuild_in_memory, write_all
+from projections.materialize import (
+    first_divergence,
+    materialize,
+    projection_lock,
+    rebuild_in_memory,
+    write_all,
+)
 from tests.conftest import deterministic_ledger, make_run_started
 
 
@@ -93,3 +100,40 @@ def test_projections_follow_new_events(ledger: Ledger):
     assert first_divergence(run_dir, files) is not None  # stale: the head moved
     assert write_all(run_dir, files) == sorted(files, key=list(files).index)
     assert (run_dir / "preflight.json").read_bytes() != before
+
+
+def test_a_writer_holding_an_older_state_writes_the_ledger_head_instead(ledger: Ledger):
+    """Process A folds seq 3; process B appends seq 4 and writes; A writes last. Without the head
+    check under the lock, A would leave seq 3's projections on disk."""
+    run_dir = ledger.path.parent
+    older = state.fold(ledger.read())
+    Ledger(ledger.path).append(ev.Note(text="from another process"), expected_seq=3)
+    done = materialize(run_dir, ledger, older)
+    assert done.state.head.seq == 4 and older.head.seq == 3
+    _, current = rebuild_in_memory(Ledger(ledger.path))
+    assert first_divergence(run_dir, current) is None
+    assert done.files == sorted(current)
+
+
+def test_materialize_removes_what_a_killed_writer_left_and_nothing_else(ledger: Ledger):
+    run_dir = ledger.path.parent
+    materialize(run_dir, ledger)
+    strays = [run_dir / ".experiment-plan.json.k1ll3d", run_dir / ".preflight.json.x"]
+    for stray in strays:
+        stray.write_bytes(b"half a file")
+    keep = run_dir / ".keep"
+    keep.write_bytes(b"")
+    assert materialize(run_dir, ledger).written == []
+    assert not any(stray.exists() for stray in strays) and keep.exists()
+
+
+def test_materialize_waits_for_the_projection_lock(ledger: Ledger):
+    run_dir = ledger.path.parent
+    finished = threading.Event()
+    with projection_lock(run_dir):
+        worker = threading.Thread(target=lambda: (materialize(run_dir, ledger), finished.set()))
+        worker.start()
+        assert not finished.wait(0.3), "wrote projections while another writer held the lock"
+        assert not (run_dir / "experiment-plan.json").exists()
+    worker.join(10)
+    assert finished.is_set() and (run_dir / "experiment-plan.json").exists()

@@ -37,17 +37,16 @@ def audit(args) -> int:
 
 
 def rebuild(args) -> int:
-    from projections.materialize import rebuild_in_memory, write_all
+    from projections.materialize import materialize
 
     run, ledger = open_run(args.run)
     checked_events(run, ledger)
-    rebuilt, files = rebuild_in_memory(ledger)
-    written = write_all(run.path, files)
-    diagnostics.projections_written(run.path, rebuilt.head.seq, written)
+    done = materialize(run.path, ledger)
+    diagnostics.projections_written(run.path, done.state.head.seq, done.written)
     if args.json:
-        print_json({"run_dir": str(run.path), "files": sorted(files), "written": written})
+        print_json({"run_dir": str(run.path), "files": done.files, "written": done.written})
     else:
-        print_text(f"rebuilt {len(files)} projections in {run.path} ({len(written)} changed)")
+        print_text(f"rebuilt {len(done.files)} projections in {run.path} ({len(done.written)} changed)")
     return 0
 
 

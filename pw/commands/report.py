@@ -7,7 +7,7 @@ from pw.commands.common import checked_events, open_run, print_json, print_text
 
 def report(args) -> int:
     from ledger.errors import RejectedCommand
-    from projections.materialize import rebuild_in_memory, write_all
+    from projections.materialize import materialize, rebuild_in_memory
     from pw.app import RunHandle
     from pw.plots import draw_all
 
@@ -16,7 +16,7 @@ def report(args) -> int:
     _, files = rebuild_in_memory(ledger)
     if "report.md" not in files:
         raise RejectedCommand(f"{run.path}: no candidate evaluated yet; run `pw prepare` and `pw evaluate` first")
-    write_all(run.path, files)
+    materialize(run.path, ledger)
     plots = draw_all(RunHandle(run.path))
     if args.json:
         print_json({"run_dir": str(run.path), "report": str(run.path / "report.md"), "plots": plots})
