@@ -213,6 +213,8 @@ def run_once(
             (target.build_dir / rel).unlink(missing_ok=True)
         elif before[rel] != stamp:
             side_effects.append(f"modified {rel}")
+    # A run that deletes a file of its tree (its input, say) changes what the next run does.
+    side_effects += [f"deleted {rel}" for rel in sorted(before.keys() - after.keys()) if rel != declared]
     outside_writes: list[str] = []
     if prefix is not None:
         result = msgspec.structs.replace(result, argv=list(argv or step.argv))

@@ -143,7 +143,7 @@ class GateInputs(_Plain):
     # correctness
     oracle: OracleFacts | None = None
     refused_edits: list[str] = []  # outside the editable set, or protected oracle/reference/harness files
-    run_side_effects: list[str] = []  # files runs created or modified in the workspace
+    run_side_effects: list[str] = []  # files runs created, modified or deleted in the workspace
     # significance
     analysis: dict[str, Any] | None = None  # msgspec.to_builtins(pw.stats.PairedAnalysis)
     min_pairs: int = DEFAULT_MIN_PAIRS
@@ -230,7 +230,7 @@ def _correctness(i: GateInputs) -> GateResult:
         failures.append(f"refused edits (outside the editable set or protected): {_names(i.refused_edits)}")
     if i.run_side_effects:
         failures.append(
-            f"runs left files behind (possible caching across runs): {_names(i.run_side_effects)}")
+            f"runs changed their tree (possible caching across runs): {_names(i.run_side_effects)}")
     return _result("correctness", failures, f"oracle passed ({tolerance}): {o.detail if o else ''}",
                    [i.seqs.oracle, i.seqs.diff])
 

@@ -1,12 +1,16 @@
-"""Writes outside the workspace, read from an strace log (pw.writes)."""
+"""What a run writes: outside the workspace, read from an strace log (pw.writes), and inside its
+own tree, from snapshots around the run (pw.execute.run_once)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from ledger.contract import Contract, Source, Step
+from pw.execute import Target, run_once
 from pw.writes import outside, strace_prefix, written_paths
 
 TRACE = """\
@@ -44,3 +48,29 @@ def test_a_real_traced_process_shows_its_write(tmp_path):
     found = written_paths(log.read_text(), str(tmp_path))
     assert str(target) in found
     assert outside(found, [str(tmp_path / "elsewhere")]) == []
+
+
+def _shell_target(tmp_path: Path, script: str) -> tuple[Contract, Target]:
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "input.dat").write_text("data\n")
+    (build / "keep.txt").write_text("keep\n")
+    contract = Contract(version=1, name="sh", source=Source(editable=["*.sh"]),
+                        run=Step(argv=["sh", "-c", script], timeout_s=10))
+    return contract, Target(label="c", src_dir=build, build_dir=build, files=[])
+
+
+@pytest.mark.parametrize(("script", "expected"), [
+    ("echo ok", []),
+    ("rm input.dat; echo ok", ["deleted input.dat"]),
+    ("echo more >> input.dat; echo ok", ["modified input.dat"]),
+    ("echo cached > cache.bin; echo ok", ["created cache.bin"]),
+])
+def test_a_run_that_changes_its_tree_is_reported(tmp_path, script, expected):
+    """Any file a run creates, modifies or deletes in its tree changes what the next run sees."""
+    contract, target = _shell_target(tmp_path, script)
+    out = run_once(contract, target, tmp_path / "scratch")
+    assert out.process.ok and out.stdout == "ok\n"
+    assert out.side_effects == expected
+    assert not (target.build_dir / "cache.bin").exists()  # created files are removed at once
+    assert (target.build_dir / "keep.txt").read_text() == "keep\n"
