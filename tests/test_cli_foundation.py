@@ -270,6 +270,14 @@ def test_validate_accepts_a_good_manifest_and_run_files(tmp_path: Path, run: Pat
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not valid JSON" in proc.stderr
 
 
+@pytest.mark.parametrize(("target", "says"), [("missing.json", "no such file"), ("/dev/null", "not a regular file"),
+                                              (".", "not a regular file")])
+def test_validate_says_what_is_wrong_with_a_path_that_is_not_a_file(tmp_path: Path, target: str, says: str):
+    path = target if target.startswith("/") else str(tmp_path / target)
+    proc = pw("validate", path)
+    assert proc.returncode == 2 and proc.stderr == f"pw validate: {path}: {says} (expected a run file or profileweaver.json)\n"
+
+
 # --- diagnostics ----------------------------------------------------------------------------------
 
 

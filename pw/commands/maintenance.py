@@ -84,7 +84,8 @@ def repair(args) -> int:
 def validate(args) -> int:
     path = Path(args.file)
     if not path.is_file():
-        raise InputError(f"{args.file}: no such file (expected a run file or profileweaver.json)")
+        what = "not a regular file" if path.exists() else "no such file"
+        raise InputError(f"{args.file}: {what} (expected a run file or profileweaver.json)")
     if path.name.endswith(".jsonl"):
         count = _validate_ledger(path)
         summary = f"{path.name}: valid ledger, {count} events"
