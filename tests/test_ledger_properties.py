@@ -181,3 +181,31 @@ def test_replay_is_deterministic_and_replay_in_parts_equals_at_once(run):
         assert state.fold(Ledger(first).read(until=split)) == prefix
         # `fold` is exactly `evolve` applied in order (a faster fold must keep this).
         assert functools.reduce(state.evolve, events, state.initial()) == state.fold(events)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs, st.integers(64, 4096))
+def test_a_reader_following_appends_reads_exactly_the_file(run, block):
+    """`events` verifies and decodes new lines in one block pass and decodes the part it verified
+    before separately; with any block size, and a reader that last looked at any point, the
+    result is the file decoded line by line."""
+    from unittest import mock
+
+    from ledger import codec, store
+
+    contract, batches, data = run
+    with tempfile.TemporaryDirectory(prefix="pw-prop-") as d, mock.patch.object(store, "_BLOCK", block):
+        path = Path(d) / "ledger.jsonl"
+        writer = deterministic_ledger(path)
+        writer.append(make_run_started(contract=contract), expected_seq=0)
+        reader = Ledger(path)
+        looked_after = data.draw(st.integers(0, len(batches)), label="reader looks after batch")
+        seq = 1
+        for i, batch in enumerate(batches):
+            if i == looked_after:
+                assert reader.events() == [codec.decode_envelope(ln) for ln in path.read_bytes().splitlines()]
+            seq = writer.append(batch, expected_seq=seq)[-1].seq
+        expected = [codec.decode_envelope(ln) for ln in path.read_bytes().splitlines()]
+        assert reader.events() == expected
+        until = data.draw(st.integers(0, len(expected) + 2), label="until")
+        assert reader.events(until=until) == expected[:until] == Ledger(path).events(until=until)
