@@ -13,6 +13,9 @@ The planted cheats each gate holds against (DESIGN.md §10):
   conditions (host, argv, inputs, tool versions);
 - mechanism: a speedup of something other than the hotspot, and speedups above the hotspot's Amdahl
   ceiling (work outside the hotspot was changed or skipped).
+
+Sampled profiles are single runs: their shares are trusted, their absolute times are not (see
+"sampled profiles, scaled by the campaign" below).
 """
 
 from __future__ import annotations
@@ -305,24 +308,29 @@ def _mechanism(i: GateInputs) -> GateResult:
         elif d.metric != h.metric:
             failures.append(f"the reprofile diff is in {d.metric}, the hotspot was chosen by {h.metric}")
         else:
-            shrink = (f"hotspot {h.operation} {d.metric} {_g(hd.inclusive_before)} -> "
-                      f"{_g(hd.inclusive_after)} (shrink {_g(hd.inclusive_shrink)}, total "
-                      f"{_g(d.total_before)} -> {_g(d.total_after)})")
-            hot_op = next((o for o in d.operations if o.id == h.operation), None)
-            band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
-            if not hd.inclusive_shrink > 0:
+            scaled = _scaled_hotspot(i, d, hd)
+            if scaled is not None:
+                shrink, value, band, explained, how = scaled
+            else:
+                shrink = (f"hotspot {h.operation} {d.metric} {_g(hd.inclusive_before)} -> "
+                          f"{_g(hd.inclusive_after)} (shrink {_g(hd.inclusive_shrink)}, total "
+                          f"{_g(d.total_before)} -> {_g(d.total_after)})")
+                hot_op = next((o for o in d.operations if o.id == h.operation), None)
+                band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
+                value, explained = hd.inclusive_shrink, hd.explained_fraction
+            if not value > 0:
                 failures.append(f"{shrink}: the hotspot did not shrink")
-            elif hd.inclusive_shrink <= band:
-                # A shrink inside the sampling noise cannot carry a causal claim, however large a
-                # share of a small total saving it happens to be.
+            elif value <= band:
+                # A shrink inside the noise cannot carry a causal claim, however large a share of a
+                # small total saving it happens to be.
                 failures.append(f"{shrink}: the shrink is within the hotspot's noise band {_g(band)} ({how})")
-            elif hd.explained_fraction is None:
+            elif explained is None:
                 failures.append(f"{shrink}: the total did not shrink")
-            elif hd.explained_fraction < MIN_EXPLAINED_FRACTION:
-                failures.append(f"{shrink}: explains only {hd.explained_fraction:.0%} of the saving "
+            elif explained < MIN_EXPLAINED_FRACTION:
+                failures.append(f"{shrink}: explains only {explained:.0%} of the saving "
                                 f"(< {MIN_EXPLAINED_FRACTION:.0%})")
             else:
-                passed_detail = f"{shrink}: explains {hd.explained_fraction:.0%} of the saving"
+                passed_detail = f"{shrink}: explains {explained:.0%} of the saving"
     if h is not None and h.amdahl_ceiling is not None and i.analysis is not None:
         low, _ = _interval(i.analysis)
         limit = h.amdahl_ceiling * AMDAHL_SLACK
@@ -335,6 +343,59 @@ def _mechanism(i: GateInputs) -> GateResult:
             passed_detail += f"; speedup interval low {_g(low)} within the Amdahl ceiling {_g(h.amdahl_ceiling)}"
     return _result("mechanism", failures, passed_detail,
                    [i.seqs.hotspot, i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.timing])
+
+
+# --- sampled profiles, scaled by the campaign ------------------------------------------------------
+#
+# A sampled profile is one run. Its composition (each operation's share of the samples) is
+# estimated well, but its absolute times carry that run's luck: on a shared machine one slow
+# baseline profile made an untouched hotspot look 26% smaller in the candidate's profile, and a
+# rewrite elsewhere was verified as a hotspot win. So for sampled profiles the gates take each
+# operation's share from its profile and the magnitude from the paired timing campaign (many
+# interleaved runs): in units of the candidate's run time, an operation costs share_before * S
+# in the baseline and share_after in the candidate, where S is the whole-process speedup. The
+# noise band is the binomial error of the two shares. Exact counters (callgrind) keep their
+# absolute values: they do not vary between runs.
+
+
+def _sampled_totals(d: ProfileDiff) -> tuple[float, float] | None:
+    """Total samples of the two profiles, when every operation's sample count is known."""
+    if not d.operations or any(o.samples_before is None or o.samples_after is None for o in d.operations):
+        return None
+    nb = sum(o.samples_before for o in d.operations)
+    na = sum(o.samples_after for o in d.operations)
+    return (nb, na) if nb > 0 and na > 0 and d.total_before > 0 and d.total_after > 0 else None
+
+
+def _campaign_scale(i: GateInputs) -> float | None:
+    """Baseline time over candidate time for the whole process (the profiles cover all of it)."""
+    analysis = i.wall_analysis or i.analysis
+    speedup = analysis.get("speedup") if analysis else None
+    return speedup if isinstance(speedup, (int, float)) and speedup > 0 else None
+
+
+def _scaled_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float]) -> tuple[float, float, float]:
+    """(cost before, cost after, noise band) in units of the candidate's run time."""
+    nb, na = totals
+    var = scale**2 * share_before * (1 - share_before) / nb + share_after * (1 - share_after) / na
+    return share_before * scale, share_after, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
+
+
+def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, float, float | None, str] | None:
+    """(detail, shrink, band, explained fraction, how the band was derived), or None when the
+    profiles are not sampled or there is no campaign to scale by."""
+    totals, scale = _sampled_totals(d), _campaign_scale(i)
+    if totals is None or scale is None:
+        return None
+    sb, sa = hd.inclusive_before / d.total_before, hd.inclusive_after / d.total_after
+    before, after, band = _scaled_pair(sb, sa, scale, totals)
+    shrink = before - after
+    explained = shrink / (scale - 1) if scale > 1 else None
+    detail = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile; with the campaign's "
+              f"{_g(scale)}x that is {_g(before)} -> {_g(after)} of the candidate's run time "
+              f"(shrink {_g(shrink)})")
+    how = f"{POISSON_SIGMAS:g} sigma of the shares over {_g(totals[0])} and {_g(totals[1])} samples"
+    return detail, shrink, band, explained, how
 
 
 def _op_band(op: OperationDelta) -> tuple[float, str]:
@@ -356,10 +417,18 @@ def _no_collateral(i: GateInputs) -> GateResult:
     else:
         regressed = []
         n_checked = 0
+        totals, scale = _sampled_totals(d), _campaign_scale(i)
         for op in d.operations:
             if op.id == hot or op.share_before < COLLATERAL_MIN_SHARE:
                 continue
             n_checked += 1
+            if totals is not None and scale is not None:
+                before, after, band = _scaled_pair(op.share_before, op.self_after / d.total_after, scale, totals)
+                if after - before > band:
+                    regressed.append(f"{op.id} {_g(before)} -> {_g(after)} of the candidate's run time "
+                                     f"(shares scaled by the campaign's {_g(scale)}x; "
+                                     f"+{_g(after - before)} > band {_g(band)})")
+                continue
             band, how = _op_band(op)
             if op.self_delta > band:
                 regressed.append(f"{op.id} {d.metric} {_g(op.self_before)} -> {_g(op.self_after)} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -27,6 +28,7 @@ from pw.gates import (
 from tests.test_profile_diff import BASE, GOOD, op, profile
 
 replace = msgspec.structs.replace
+RECORDED = Path(__file__).parent / "data" / "gates"
 HOT = "matmul@demo.c"
 ORDER = ["AB", "BA", "BA", "AB", "AB", "BA", "BA", "AB"]
 NOISE = [1.0, 1.01, 0.99, 1.005, 0.995, 1.002, 0.998, 1.0]
@@ -185,6 +187,40 @@ def test_speedup_above_the_amdahl_ceiling_fails_mechanism_and_is_flagged():
     assert gates_of(good_inputs(hotspot=hot, analysis=analysis(1.9)))["mechanism"].passed
 
 
+def _scaled(p, factor: float):
+    """The same program profiled at a slow (factor > 1) or fast moment: every value and sample
+    count scaled alike, the composition unchanged."""
+    return profile([op(o.id, o.self_metrics["cpu_time_s"] * factor, o.inclusive_metrics["cpu_time_s"] * factor)
+                    for o in p.operations])
+
+
+def test_one_slow_baseline_profile_does_not_make_an_untouched_hotspot_look_faster():
+    """Only init got faster (10 -> 9 s by the campaign); the baseline was profiled at a moment 30%
+    slower. Absolute profile times show the hotspot 'shrinking' 10.4 -> 8 s; its share did not move."""
+    cand = profile([op("main@demo.c", 0.2, 9.0), op(HOT, 8.0), op("init@demo.c", 0.5), op("io@demo.c", 0.3)])
+    inputs = good_inputs(analysis=analysis(10.0 / 9.0), profile_diff=diff_profiles(_scaled(BASE, 1.3), cand, hotspot=HOT))
+    g = gates_of(inputs)
+    assert g["significance"].passed and not g["mechanism"].passed, g["mechanism"].detail
+    assert "of the candidate's run time" in g["mechanism"].detail
+
+
+def test_one_slow_candidate_profile_does_not_flag_untouched_operations():
+    """The honest improvement, its candidate profiled at a moment 30% slower: init and io read 30%
+    more in absolute time, but their shares say they did not change."""
+    g = gates_of(good_inputs(profile_diff=diff_profiles(BASE, _scaled(GOOD, 1.3), hotspot=HOT)))
+    assert g["no_collateral"].passed and g["mechanism"].passed, (g["no_collateral"].detail, g["mechanism"].detail)
+    assert "explains 100%" in g["mechanism"].detail
+
+
+def test_the_recorded_non_hotspot_evaluation_that_was_verified_now_fails_mechanism():
+    """tests/data/gates/README.md: a real evaluation whose slow baseline profile made it pass."""
+    inputs = decode_inputs(msgspec.json.decode(RECORDED.joinpath("non-hotspot-slow-baseline-profile.inputs.json")
+                                               .read_bytes()))
+    g = gates_of(inputs)
+    assert g["correctness"].passed and g["significance"].passed
+    assert not g["mechanism"].passed and "noise band" in g["mechanism"].detail, g["mechanism"].detail
+
+
 def test_no_reprofile_or_no_reprofiling_adapter_fails_mechanism():
     g = gates_of(good_inputs(profile_diff=None))
     assert not g["mechanism"].passed and "no reprofile yet" in g["mechanism"].detail
@@ -231,7 +267,8 @@ def test_exact_metric_uses_a_one_percent_band():
 def test_whole_process_slower_fails_no_collateral():
     g = gates_of(good_inputs(wall_analysis=analysis(0.8)))["no_collateral"]
     assert not g.passed and "whole-process time slower" in g.detail
-    assert gates_of(good_inputs(wall_analysis=analysis(1.0)))["no_collateral"].passed
+    # Whole-process time as fast as the profiles say (their total fell from 10 to 6): passes.
+    assert gates_of(good_inputs(wall_analysis=analysis(10.0 / 6.0)))["no_collateral"].passed
 
 
 def test_peak_memory_up_fifty_percent_fails_no_collateral():
