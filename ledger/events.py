@@ -297,11 +297,15 @@ class CandidateEvaluated(Payload, frozen=True):
 
 
 class GatesEvaluated(Payload, frozen=True):
+    """The six gates and the inputs they read. `rules` is the version of the gate rules that
+    evaluated them (`pw.gates.GATE_RULES`); events written before it was recorded are version 1."""
+
     TYPE = "GatesEvaluated"
     id: str
     attempt: int
     gates: list[GateResult]
     inputs: dict[str, Any]
+    rules: int = 1
 
 
 class VerdictReached(Payload, frozen=True):

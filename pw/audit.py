@@ -93,42 +93,69 @@ def check_verdicts(ctx: AuditContext) -> str | None:
 
 def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
     from ledger import events as ev
-    from pw.judge import judge_events
 
     for i, env in enumerate(events):
-        data = env.data
-        if not isinstance(data, (ev.VerdictReached, ev.WinnerConfirmed)):
+        if not isinstance(env.data, (ev.VerdictReached, ev.WinnerConfirmed)):
             continue
-        # The judgement batch is [CandidateEvaluated, GatesEvaluated, VerdictReached] or
-        # [GatesEvaluated?, WinnerConfirmed]: recompute from everything before the batch.
-        start = i
-        while start > 0 and isinstance(events[start - 1].data, (ev.CandidateEvaluated, ev.GatesEvaluated)) \
-                and events[start - 1].data.id == data.id:
-            start -= 1
-        try:
-            j = judge_events(events[:start], data.id, evidence)
-        except Exception as exc:  # noqa: BLE001 - an audit reports, it does not crash
-            return f"candidate {data.id}: verdict at seq {env.seq} cannot be recomputed ({exc})"
-        recorded = (data.status, data.speedup, data.interval)
-        again = (j.verdict.status, j.verdict.speedup, j.verdict.interval)
-        if recorded != again:
-            return (
-                f"candidate {data.id}: verdict at seq {env.seq} no longer follows from the evidence "
-                f"(recorded {data.status} {data.speedup}x {data.interval}; recomputed {j.verdict.status} "
-                f"{j.verdict.speedup}x {j.verdict.interval})"
-            )
-        if isinstance(data, ev.VerdictReached) and data != j.verdict:
-            # Same status and numbers, but the recorded event says something else (its reasons, or
-            # whether the rejection is repairable): the whole event must follow.
-            changed = [f for f in data.__struct_fields__ if getattr(data, f) != getattr(j.verdict, f)]
-            return f"candidate {data.id}: verdict at seq {env.seq} no longer follows ({', '.join(changed)} differ)"
-        gates_env = next((e for e in events[start:i] if isinstance(e.data, ev.GatesEvaluated)), None)
-        if gates_env is not None and msgspec.json.encode(gates_env.data.gates) != msgspec.json.encode(j.gates.gates):
-            changed = [a.name for a, b in zip(gates_env.data.gates, j.gates.gates) if a != b]
-            return f"candidate {data.id}: gates at seq {gates_env.seq} no longer follow ({', '.join(changed)})"
-        eval_env = next((e for e in events[start:i] if isinstance(e.data, ev.CandidateEvaluated)), None)
-        if eval_env is not None and msgspec.json.encode(eval_env.data.analysis) != msgspec.json.encode(j.evaluated.analysis):
-            return f"candidate {data.id}: paired analysis at seq {eval_env.seq} no longer follows from its samples"
+        found = _judgement_divergence(events, i, evidence)
+        if found is not None:
+            return found + _rules_note(events, i)
+    return None
+
+
+def _rules_note(events, i: int) -> str:
+    """Why a divergence may be the rules' and not the evidence's: the candidate's last gates before
+    event `i` were evaluated under other gate rules than this ProfileWeaver applies."""
+    from ledger import events as ev
+    from pw.gates import GATE_RULES
+
+    cid = events[i].data.id
+    gates = next((e.data for e in reversed(events[:i]) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == cid),
+                 None)
+    if gates is None or gates.rules == GATE_RULES:
+        return ""
+    return (f"; its gates were evaluated under gate rules v{gates.rules} and this ProfileWeaver applies "
+            f"v{GATE_RULES} (see pw/gates.py GATE_RULES), so the difference may be the rules', not the evidence's")
+
+
+def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None:
+    """The first way the judgement ending at event `i` (a verdict or a confirmation) no longer
+    follows from the events before it."""
+    from ledger import events as ev
+    from pw.judge import judge_events
+
+    env = events[i]
+    data = env.data
+    # The judgement batch is [CandidateEvaluated, GatesEvaluated, VerdictReached] or
+    # [GatesEvaluated?, WinnerConfirmed]: recompute from everything before the batch.
+    start = i
+    while start > 0 and isinstance(events[start - 1].data, (ev.CandidateEvaluated, ev.GatesEvaluated)) \
+            and events[start - 1].data.id == data.id:
+        start -= 1
+    try:
+        j = judge_events(events[:start], data.id, evidence)
+    except Exception as exc:  # noqa: BLE001 - an audit reports, it does not crash
+        return f"candidate {data.id}: verdict at seq {env.seq} cannot be recomputed ({exc})"
+    recorded = (data.status, data.speedup, data.interval)
+    again = (j.verdict.status, j.verdict.speedup, j.verdict.interval)
+    if recorded != again:
+        return (
+            f"candidate {data.id}: verdict at seq {env.seq} no longer follows from the evidence "
+            f"(recorded {data.status} {data.speedup}x {data.interval}; recomputed {j.verdict.status} "
+            f"{j.verdict.speedup}x {j.verdict.interval})"
+        )
+    if isinstance(data, ev.VerdictReached) and data != j.verdict:
+        # Same status and numbers, but the recorded event says something else (its reasons, or
+        # whether the rejection is repairable): the whole event must follow.
+        changed = [f for f in data.__struct_fields__ if getattr(data, f) != getattr(j.verdict, f)]
+        return f"candidate {data.id}: verdict at seq {env.seq} no longer follows ({', '.join(changed)} differ)"
+    gates_env = next((e for e in events[start:i] if isinstance(e.data, ev.GatesEvaluated)), None)
+    if gates_env is not None and msgspec.json.encode(gates_env.data.gates) != msgspec.json.encode(j.gates.gates):
+        changed = [a.name for a, b in zip(gates_env.data.gates, j.gates.gates) if a != b]
+        return f"candidate {data.id}: gates at seq {gates_env.seq} no longer follow ({', '.join(changed)})"
+    eval_env = next((e for e in events[start:i] if isinstance(e.data, ev.CandidateEvaluated)), None)
+    if eval_env is not None and msgspec.json.encode(eval_env.data.analysis) != msgspec.json.encode(j.evaluated.analysis):
+        return f"candidate {data.id}: paired analysis at seq {eval_env.seq} no longer follows from its samples"
     return None
 
 

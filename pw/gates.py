@@ -52,6 +52,13 @@ EXACT_RELATIVE_BAND = 0.01
 PEAK_RSS_FACTOR = 1.10
 PEAK_RSS_SLACK_KB = 1024.0
 
+# The version of these rules, recorded in every GatesEvaluated: bump it with any change that can
+# alter a gate's result or detail for the same inputs, so that an audit can tell "the rules
+# changed" from "the evidence changed".
+#   1: sampled profiles compared in absolute values, Poisson bands on sample counts.
+#   2: sampled profiles compared by share, scaled by the campaign's whole-process speedup.
+GATE_RULES = 2
+
 REPRO_FIELDS: tuple[str, ...] = ("command", "build_sha256", "host", "tool_versions", "source_sha256", "run_id")
 
 

@@ -204,7 +204,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
             profile_diff_sha256=hashlib.sha256(diff_bytes).hexdigest() if diff_bytes else None,
             analysis=analysis,
         ),
-        gates=ev.GatesEvaluated(id=cid, attempt=attempt, gates=gate_results, inputs=msgspec.to_builtins(inputs)),
+        gates=ev.GatesEvaluated(id=cid, attempt=attempt, gates=gate_results, inputs=msgspec.to_builtins(inputs),
+                                rules=g.GATE_RULES),
         verdict=ev.VerdictReached(
             id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
             speedup=speedup, interval=interval, exploratory=inputs.exploratory,

@@ -187,3 +187,34 @@ def test_a_copied_run_still_audits_clean(matmul_interchange, tmp_path):
     run = copy_run(matmul_interchange, tmp_path / "elsewhere")
     result = pw_main("audit", run)
     assert result.code == 0, result
+
+
+@pytest.mark.slow
+def test_audit_says_when_gates_were_evaluated_under_other_rules(matmul_interchange, tmp_path):
+    """A run recorded by an older ProfileWeaver whose gate rules differ: the audit still fails on
+    the gates that no longer follow, and says the difference may be the rules', not the evidence's."""
+    import msgspec
+
+    from ledger.store import Ledger
+    from pw.gates import GATE_RULES
+
+    run = copy_run(matmul_interchange, tmp_path)
+    events = ledger_events(run)
+    gates_seen = [e.data for e in events if isinstance(e.data, ev.GatesEvaluated)]
+    assert gates_seen and all(g.rules == GATE_RULES for g in gates_seen)  # what this version records
+    (run / "ledger.jsonl").unlink()
+    old = Ledger(run / "ledger.jsonl")
+    for env in events:
+        data = env.data
+        if isinstance(data, ev.GatesEvaluated):
+            # As an older rule set would have worded the mechanism gate.
+            gates = [msgspec.structs.replace(g, detail=g.detail + " (older wording)") if g.name == "mechanism" else g
+                     for g in data.gates]
+            data = msgspec.structs.replace(data, gates=gates, rules=GATE_RULES - 1)
+        old.append(data, expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
+
+    result = pw_main("audit", run, "--json")
+    assert result.code == 1, result
+    detail = {c["name"]: c for c in result.json()["checks"]}["verdicts"]["detail"]
+    assert "gates at seq" in detail and "mechanism" in detail
+    assert f"gate rules v{GATE_RULES - 1}" in detail and f"applies v{GATE_RULES}" in detail
