@@ -278,6 +278,13 @@ def test_validate_says_what_is_wrong_with_a_path_that_is_not_a_file(tmp_path: Pa
     assert proc.returncode == 2 and proc.stderr == f"pw validate: {path}: {says} (expected a run file or profileweaver.json)\n"
 
 
+def test_report_before_any_evaluation_is_refused_and_writes_no_report(run_dir: Path):
+    proc = pw("report", run_dir)
+    assert proc.returncode == 2 and "no candidate evaluated yet" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert not (run_dir / "report.md").exists() and not (run_dir / "report.json").exists()
+
+
 # --- diagnostics ----------------------------------------------------------------------------------
 
 

@@ -37,11 +37,11 @@ def audit(args) -> int:
 
 
 def rebuild(args) -> int:
+    from projections import state
     from projections.materialize import materialize
 
     run, ledger = open_run(args.run)
-    checked_events(run, ledger)
-    done = materialize(run.path, ledger)
+    done = materialize(run.path, ledger, state.fold(checked_events(run, ledger)))
     diagnostics.projections_written(run.path, done.state.head.seq, done.written)
     if args.json:
         print_json({"run_dir": str(run.path), "files": done.files, "written": done.written})
