@@ -101,7 +101,8 @@ def run_process(
     argv = list(argv)
     for path in (stdout_path, stderr_path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    report = stdout_path.with_name(f".{stdout_path.name}.launch.json") if own_peak_rss else None
+    # Absolute: the launcher writes it from the program's working directory.
+    report = stdout_path.absolute().with_name(f".{stdout_path.name}.launch.json") if own_peak_rss else None
     if report is not None:
         report.unlink(missing_ok=True)
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:

@@ -183,7 +183,8 @@ def run_once(
     cwd = target.build_dir / step.cwd
     _fresh_scratch(scratch)
     before = workspace.snapshot(target.build_dir)
-    trace_log = scratch.parent / f".{scratch.name}-{tag}.strace"
+    # Absolute: strace opens it from the run's working directory, not ours.
+    trace_log = (scratch.parent / f".{scratch.name}-{tag}.strace").absolute()
     prefix = writes.strace_prefix(trace_log) if trace_writes else None
     result = run_process(
         (prefix or []) + list(argv or step.argv),

@@ -40,7 +40,7 @@ def capture(
     req = CaptureRequest(
         argv=list(contract.run.argv),
         cwd=str((target.build_dir / contract.run.cwd).resolve()),
-        out_dir=str(out_dir),
+        out_dir=str(out_dir.absolute()),  # the tool writes there from the program's cwd
         label=target.label,
         env=dict(contract.run.env),
         timeout_s=contract.run.timeout_s * CAPTURE_TIMEOUT_FACTOR,

@@ -11,6 +11,7 @@ import pytest
 
 from ledger import events as ev
 from ledger.store import Ledger
+from tests.conftest import WORKLOADS, pw_main
 from tests.test_start_integrity import tree_snapshot
 
 ALL_STAGES = ("preflight", "build", "oracle", "baseline-timing", "profile")
@@ -87,3 +88,16 @@ def test_profiling_a_program_too_short_to_sample_is_one_line(pw_cli, tmp_path):
     assert r.code == 0 or (r.code in (1, 2) and r.err.count("\n") == 1), r
     if r.code == 1:
         assert "profiler-unusable" in r.err and "too short" in r.err, r
+
+
+@pytest.mark.slow
+def test_start_with_a_relative_runs_dir_as_the_readme_runs_it(tmp_path, monkeypatch):
+    """`pw demo` / `pw start` default to `runs/` under the current directory. Every path handed to a
+    child that runs in the build tree (strace's log, the launcher's report, the profiler's output)
+    must still land where pw reads it."""
+    monkeypatch.chdir(tmp_path)
+    result = pw_main("start", "--workload", WORKLOADS / "matmul-c", "--runs-dir", "runs", "--json")
+    assert result.code == 0, result
+    run = tmp_path / result.json()["run_dir"]
+    assert (run / "agent-brief.txt").is_file()
+    assert pw_main("audit", run).code == 0
