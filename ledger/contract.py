@@ -2,7 +2,7 @@
 
 This is the shape every candidate is judged by; it is recorded whole in `RunStarted`, so a run can
 be replayed and audited without the workload directory. Validation of a user's file into these
-types, with messages that name the field, lives in `pw.contract`.
+types, with messages that name the field, lives in `pw.workload.manifest`.
 """
 
 from __future__ import annotations

@@ -298,7 +298,7 @@ class CandidateEvaluated(Payload, frozen=True):
 
 class GatesEvaluated(Payload, frozen=True):
     """The six gates and the inputs they read. `rules` is the version of the gate rules that
-    evaluated them (`pw.gates.GATE_RULES`); events written before it was recorded are version 1."""
+    evaluated them (`pw.rules.gates.GATE_RULES`); events written before it was recorded are version 1."""
 
     TYPE = "GatesEvaluated"
     id: str

@@ -1,7 +1,7 @@
 """Profile diff: what changed between a baseline profile and a candidate's reprofile, for one metric.
 
 Pure: two ``ledger.profile.Profile`` values in, one ``ProfileDiff`` out (no files, clock, randomness or
-logging). The mechanism and no-collateral gates (``pw.gates``) read only this shape, and the diff is
+logging). The mechanism and no-collateral gates (``pw.rules.gates``) read only this shape, and the diff is
 recorded with them so an auditor can recompute both.
 
 Conventions (deltas are ``after - before``, so a saving is a negative delta; ``shrink`` is the

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ledger import events as ev
-from pw.gates import GATE_NAMES
+from pw.rules.gates import GATE_NAMES
 from tests.conftest import WORKLOADS, apply_patch, copy_run, ledger_events, pw_main
 
 BUNDLED = WORKLOADS / "matmul-c" / "candidates"
@@ -196,7 +196,7 @@ def test_audit_says_when_gates_were_evaluated_under_other_rules(matmul_interchan
     import msgspec
 
     from ledger.store import Ledger
-    from pw.gates import GATE_RULES
+    from pw.rules.gates import GATE_RULES
 
     run = copy_run(matmul_interchange, tmp_path)
     events = ledger_events(run)

@@ -8,16 +8,15 @@ no real patch of this workload can beat the hotspot's ceiling without skipping w
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import msgspec
-import shutil
-
 import pytest
 
 from ledger import events as ev
 from ledger.contract import Contract, Oracle, Source, Step
-from pw import candidates, gates
+from pw.rules import candidates, gates
 from tests.conftest import apply_patch, copy_run, ledger_events, pw_main
 
 CHEATS = Path(__file__).resolve().parent / "data" / "candidates" / "matmul-c"

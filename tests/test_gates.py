@@ -1,4 +1,4 @@
-"""pw.gates: each trust gate against an honest candidate and a planted cheat (DESIGN.md §10)."""
+"""pw.rules.gates: each trust gate against an honest candidate and a planted cheat (DESIGN.md §10)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from ledger.profile import Operation
 from projections.profile_diff import diff_profiles
 from pw import stats
-from pw.gates import (
+from pw.rules.gates import (
     GATE_NAMES,
     AdapterFacts,
     Binaries,

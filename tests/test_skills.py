@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pw import skilltree
+from pw.agent import skilltree
+from pw.agent.tokens import count_tokens
 from pw.cli import build_parser
-from pw.tokens import count_tokens
 
 ROOT = skilltree.REPO_ROOT
 SKILLS = skilltree.SKILLS_DIR
@@ -119,7 +119,7 @@ def test_commands_were_found():
 def test_command_parses_with_real_parser(source, line, capsys):
     args = _parse(line, capsys)
     assert args.verb == skilltree.argv(line)[0]
-    from pw.candidates import parse_candidate
+    from pw.rules.candidates import parse_candidate
 
     for text in (args.candidate if args.verb == "prepare" else []):
         spec = parse_candidate(text)  # raises InputError for a malformed ID:PARENT:MECHANISM
@@ -258,7 +258,7 @@ def test_registry_md_lists_candidate_children():
 
 
 def test_routing_md_names_every_ladder_rung():
-    from pw.routing import LADDER
+    from pw.rules.routing import LADDER
 
     text = ROUTING_MD.read_text(encoding="utf-8")
     for rung in LADDER:
@@ -269,7 +269,7 @@ def test_routing_md_names_every_ladder_rung():
 # --- method: seven stages and six gates everywhere -----------------------------------------------------
 
 def _gate_names() -> tuple[str, ...]:
-    from pw.gates import GATE_NAMES
+    from pw.rules.gates import GATE_NAMES
 
     return GATE_NAMES
 
@@ -350,7 +350,7 @@ def test_symlinks_resolve(link, target):
 # --- pw tokens -----------------------------------------------------------------------------------------
 
 def test_tokens_json_measures_every_skill_file(capsys):
-    from pw.commands.tokens import tokens
+    from pw.cli.upkeep import tokens
 
     assert tokens(types.SimpleNamespace(json=True)) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -364,7 +364,7 @@ def test_tokens_json_measures_every_skill_file(capsys):
 
 
 def test_tokens_includes_a_runs_brief_and_flags_overruns(run_dir: Path, capsys):
-    from pw.commands.tokens import tokens
+    from pw.cli.upkeep import tokens
 
     (run_dir / "agent-brief.txt").write_text("hotspot matmul 85%\n", encoding="utf-8")
     (run_dir / "source-slices").mkdir()

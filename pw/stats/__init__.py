@@ -28,7 +28,7 @@ from .paired import analyze_pairs, reanalyze
 from .planning import fixed_power, pairs_needed, plan_sequential
 from .samples import log_ratios
 from .sequential import redecide, sequential_decision
-from .verdict import verdict_of
+from .effect import verdict_of
 
 __all__ = [
     "FASTER",
