@@ -15,7 +15,8 @@ import msgspec
 
 from ledger import events as ev
 from ledger.errors import RejectedCommand, WorkloadError
-from pw.app.run import RunHandle, campaign
+from pw.app import campaign
+from pw.app.run import RunHandle
 from pw.rules import judge
 from pw.workload import workspace
 

@@ -16,7 +16,8 @@ import msgspec
 from ledger import events as ev
 from ledger.errors import ToolError
 from projections.materialize import write_atomic
-from pw.app.run import RunHandle, campaign
+from pw.app import campaign
+from pw.app.run import RunHandle
 from pw.rules import candidates, judge
 from pw.workload import correctness, diffing, workspace
 from pw.workload import steps as execute
