@@ -160,10 +160,36 @@ class FaultRecorded(Payload, frozen=True):
     log_sha256: str | None = None
 
 
+class TimedArm(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One timed target: its built tree's digest before and after the timing, and the digest of
+    the contract's declared inputs (path and content of each, as found in that tree)."""
+
+    binary_before: str | None = None
+    binary_after: str | None = None
+    inputs_sha256: str | None = None
+
+
+class TimingConditions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """What a timing ran under; the significance gate compares a campaign's with the baseline's."""
+
+    host: str
+    argv: list[str]
+    metric: str = ""
+    tool_versions: dict[str, str] = {}
+    warmup_runs: int = 0
+    arms: dict[str, TimedArm] = {}  # by target label
+    side_effects: list[str] = []  # files runs created, modified or deleted in their tree
+
+
 class TimingRecorded(Payload, frozen=True):
-    """Raw timing samples. `order` is the recorded, seeded A/B order of each pair ('AB' or 'BA')."""
+    """Raw timing samples. `order` is the recorded, seeded A/B order of each pair ('AB' or 'BA').
+
+    v2: typed `conditions` (v1 kept them as strings, argv joined by spaces and tool versions as
+    "k=v; k=v"), and the inputs digest per arm inside them (v1's `inputs_sha256` held a binary's).
+    """
 
     TYPE = "TimingRecorded"
+    VERSION = 2
     purpose: Literal["baseline-variance", "screening", "confirmation"]
     targets: list[str]
     metric: str
@@ -172,8 +198,7 @@ class TimingRecorded(Payload, frozen=True):
     order: list[str]
     seed: int
     exploratory: bool
-    conditions: dict[str, str]
-    inputs_sha256: str = ""
+    conditions: TimingConditions
 
 
 class RoutingDecided(Payload, frozen=True):
@@ -186,13 +211,18 @@ class RoutingDecided(Payload, frozen=True):
 
 
 class ProfileCaptured(Payload, frozen=True):
+    """v2 records the adapter's facts at capture (`can_reprofile`), so a verdict is judged by what
+    was true then, not by the adapter registry of whichever ProfileWeaver audits it later."""
+
     TYPE = "ProfileCaptured"
+    VERSION = 2
     adapter: str
     target: str
     artifacts: dict[str, str]
     wall_s: float
     tool_version: str | None
     command: list[str]
+    can_reprofile: bool
     source_root: str = ""  # absolute build tree the raw paths refer to; normalize needs it again
 
 

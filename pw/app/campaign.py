@@ -40,7 +40,7 @@ def run_pairs(
     exploratory: bool,
     host: str,
     scratch: Path,
-    tool_versions: str,
+    tool_versions: dict[str, str],
     progress: Callable[[str], None] = lambda _m: None,
 ) -> CampaignResult:
     from pw.stats import interleaved_order
@@ -48,6 +48,7 @@ def run_pairs(
     order = list(interleaved_order(pairs, seed))
     base_bin_before = execute.binary_digest(baseline)
     cand_bin_before = execute.binary_digest(candidate)
+    inputs = {t.label: execute.inputs_digest(contract, t) for t in (baseline, candidate)}
     arms = {"A": baseline, "B": candidate}
     values: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
@@ -75,17 +76,19 @@ def run_pairs(
         samples[label] = values[label]
         samples[f"{label}:wall_s"] = walls[label]
         samples[f"{label}:max_rss_kb"] = rss[label]
-    conditions = {
-        "host": host,
-        "argv": " ".join(contract.run.argv),
-        "metric": contract.metric.kind,
-        "tool_versions": tool_versions,
-        "baseline_binary_before": base_bin_before,
-        "baseline_binary_after": execute.binary_digest(baseline),
-        "candidate_binary_before": cand_bin_before,
-        "candidate_binary_after": execute.binary_digest(candidate),
-        "side_effects": "; ".join(sorted(set(side_effects))),
-    }
+    conditions = ev.TimingConditions(
+        host=host,
+        argv=list(contract.run.argv),
+        metric=contract.metric.kind,
+        tool_versions=tool_versions,
+        arms={
+            baseline.label: ev.TimedArm(binary_before=base_bin_before, binary_after=execute.binary_digest(baseline),
+                                        inputs_sha256=inputs[baseline.label]),
+            candidate.label: ev.TimedArm(binary_before=cand_bin_before, binary_after=execute.binary_digest(candidate),
+                                         inputs_sha256=inputs[candidate.label]),
+        },
+        side_effects=sorted(set(side_effects)),
+    )
     timing = ev.TimingRecorded(
         purpose=purpose,
         targets=[baseline.label, candidate.label],
@@ -96,6 +99,5 @@ def run_pairs(
         seed=seed,
         exploratory=exploratory,
         conditions=conditions,
-        inputs_sha256=cand_bin_before,
     )
     return CampaignResult(timing, None, sorted(set(side_effects)))

@@ -15,10 +15,10 @@ import msgspec
 
 from ledger import events as ev
 from ledger.errors import ToolError
-from projections.materialize import write_atomic
 from pw.app import campaign
+from pw.app.judging import judge_candidate
 from pw.app.run import RunHandle
-from pw.rules import candidates, judge
+from pw.rules import candidates
 from pw.workload import correctness, diffing, workspace
 from pw.workload import steps as execute
 
@@ -48,12 +48,15 @@ def baseline_target(handle: RunHandle) -> execute.Target:
     )
 
 
-def tool_versions(state) -> str:
+def tool_versions(state) -> dict[str, str]:
+    """The versions in force now: compilers asked again (a cheap `--version` each, so a compiler
+    upgraded since `pw start` shows up as a changed condition), profilers as probed at preflight."""
+    from pw.workload import host
+
     pf = state.preflight
-    if pf is None:
-        return ""
-    parts = [f"{p.name}={p.version}" for p in pf.profilers] + [f"{c.name}={c.version}" for c in pf.compilers]
-    return "; ".join(sorted(parts))
+    out = {p.name: p.version or "" for p in pf.profilers} if pf else {}
+    out.update({c.name: c.version or "" for c in (host.tool_version(n) for n in host.COMPILERS) if c.path is not None})
+    return dict(sorted(out.items()))
 
 
 def stable_reference(handle: RunHandle, state) -> str | None:
@@ -85,8 +88,7 @@ def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lamb
 
     progress("diff")
     tree = diffing.diff_against_manifest(handle.evidence, cand.prepared.parent_manifest_sha256, ws, files)
-    patch_sha = handle.evidence.put(tree.patch)
-    write_atomic(handle.path / "variants" / f"{cid}.patch", tree.patch)
+    patch_sha = handle.evidence.put(tree.patch)  # the projections copy it to variants/<id>.patch
     refused = candidates.refused_edits(tree.changed, contract)
     state = handle.record(state, [ev.CandidateDiffRecorded(
         id=cid, attempt=attempt, patch_sha256=patch_sha, changed=tree.changed, refused=refused,
@@ -97,7 +99,7 @@ def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lamb
     if not refused:
         state = _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, progress)
     progress("gates")
-    batch = judge.judge_candidate(handle, cid)
+    batch = judge_candidate(handle, cid)
     state = handle.record(state, batch)
     verdict = state.candidates[cid].verdict
     gates = state.candidates[cid].gates
@@ -161,7 +163,6 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> obj
     for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
         (target.build_dir / rel).unlink(missing_ok=True)
     state = handle.record(state, [result.captured, result.normalized])
-    judge.write_candidate_profile_files(handle, state, target.label)
     return state
 
 

@@ -248,8 +248,12 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
                 order=["A"] * len(samples),
                 seed=0,
                 exploratory=False,
-                conditions={"host": run.host.hostname, "binary_sha256": binary, "warmup_runs": "1"},
-                inputs_sha256=binary,
+                conditions=ev.TimingConditions(
+                    host=run.host.hostname, argv=list(contract.run.argv), metric=contract.metric.kind,
+                    warmup_runs=1,
+                    arms={"baseline": ev.TimedArm(binary_before=binary, binary_after=execute.binary_digest(target),
+                                                  inputs_sha256=execute.inputs_digest(contract, target))},
+                ),
             )
         ]
 

@@ -35,12 +35,10 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
             timings = [t for t in state.timings if candidate in t.targets]
             return _bounded([to_builtins(t) for t in timings[-1:]], group)
         if section == "diff":
-            import json
-
-            path = handle.path / "candidates" / candidate / "profile" / "profile-diff.json"
-            if not path.is_file():
+            sha = cand.evaluation.profile_diff_sha256 if cand.evaluation else None
+            if not sha:
                 return [], 0
-            diff = json.loads(path.read_text())
+            diff = msgspec.json.decode(handle.evidence.get(sha))  # the evidence, not a file beside it
             return _bounded(diff.get("operations", []), group)
         raise InputError(f"--section {section!r} with --candidate: expected one of gates, timing, diff")
     if section == "profile":

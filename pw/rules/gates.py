@@ -55,9 +55,36 @@ PEAK_RSS_SLACK_KB = 1024.0
 # The version of these rules, recorded in every GatesEvaluated: bump it with any change that can
 # alter a gate's result or detail for the same inputs, so that an audit can tell "the rules
 # changed" from "the evidence changed".
+# Every version stays callable (like an upcaster), so `pw audit` recomputes an older run's gates
+# under the rules it was judged by:
 #   1: sampled profiles compared in absolute values, Poisson bands on sample counts.
 #   2: sampled profiles compared by share, scaled by the campaign's whole-process speedup.
-GATE_RULES = 2
+
+
+class RuleSet(msgspec.Struct, frozen=True, kw_only=True):
+    """What distinguishes one version of the gate rules from another."""
+
+    version: int
+    scale_sampled_by_campaign: bool
+
+
+RULE_SETS: dict[int, RuleSet] = {
+    1: RuleSet(version=1, scale_sampled_by_campaign=False),
+    2: RuleSet(version=2, scale_sampled_by_campaign=True),
+}
+GATE_RULES = max(RULE_SETS)
+
+
+class UnknownRules(ValueError):
+    """Gate rules of a version this ProfileWeaver does not know (a run from a newer one)."""
+
+
+def rule_set(version: int) -> RuleSet:
+    try:
+        return RULE_SETS[version]
+    except KeyError:
+        raise UnknownRules(f"gate rules v{version} are unknown to this ProfileWeaver "
+                           f"(it knows v{min(RULE_SETS)}-v{GATE_RULES})") from None
 
 REPRO_FIELDS: tuple[str, ...] = ("command", "build_sha256", "host", "tool_versions", "source_sha256", "run_id")
 
@@ -178,13 +205,14 @@ def decode_inputs(data: dict[str, Any]) -> GateInputs:
     return msgspec.convert(data, GateInputs)
 
 
-def evaluate_gates(inputs: GateInputs) -> list[GateResult]:
-    """The six gates, in the order of ``GATE_NAMES``."""
+def evaluate_gates(inputs: GateInputs, rules: int = GATE_RULES) -> list[GateResult]:
+    """The six gates, in the order of ``GATE_NAMES``, under gate rules version ``rules``."""
+    rs = rule_set(rules)
     return [
         _correctness(inputs),
         _significance(inputs),
-        _mechanism(inputs),
-        _no_collateral(inputs),
+        _mechanism(inputs, rs),
+        _no_collateral(inputs, rs),
         _attribution(inputs),
         _reproducible(inputs),
     ]
@@ -296,7 +324,7 @@ def _significance(i: GateInputs) -> GateResult:
                    [i.seqs.timing, i.seqs.build])
 
 
-def _mechanism(i: GateInputs) -> GateResult:
+def _mechanism(i: GateInputs, rs: RuleSet) -> GateResult:
     failures = []
     h, d = i.hotspot, i.profile_diff
     passed_detail = ""
@@ -315,7 +343,7 @@ def _mechanism(i: GateInputs) -> GateResult:
         elif d.metric != h.metric:
             failures.append(f"the reprofile diff is in {d.metric}, the hotspot was chosen by {h.metric}")
         else:
-            scaled = _scaled_hotspot(i, d, hd)
+            scaled = _scaled_hotspot(i, d, hd, rs)
             if scaled is not None:
                 shrink, value, band, explained, how = scaled
             else:
@@ -374,8 +402,11 @@ def _sampled_totals(d: ProfileDiff) -> tuple[float, float] | None:
     return (nb, na) if nb > 0 and na > 0 and d.total_before > 0 and d.total_after > 0 else None
 
 
-def _campaign_scale(i: GateInputs) -> float | None:
-    """Baseline time over candidate time for the whole process (the profiles cover all of it)."""
+def _campaign_scale(i: GateInputs, rs: RuleSet) -> float | None:
+    """Baseline time over candidate time for the whole process (the profiles cover all of it);
+    None under rules that compare sampled profiles in absolute values (v1)."""
+    if not rs.scale_sampled_by_campaign:
+        return None
     analysis = i.wall_analysis or i.analysis
     speedup = analysis.get("speedup") if analysis else None
     return speedup if isinstance(speedup, (int, float)) and speedup > 0 else None
@@ -388,10 +419,10 @@ def _scaled_pair(share_before: float, share_after: float, scale: float, totals: 
     return share_before * scale, share_after, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
 
 
-def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, float, float | None, str] | None:
+def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd, rs: RuleSet) -> tuple[str, float, float, float | None, str] | None:
     """(detail, shrink, band, explained fraction, how the band was derived), or None when the
     profiles are not sampled or there is no campaign to scale by."""
-    totals, scale = _sampled_totals(d), _campaign_scale(i)
+    totals, scale = _sampled_totals(d), _campaign_scale(i, rs)
     if totals is None or scale is None:
         return None
     sb, sa = hd.inclusive_before / d.total_before, hd.inclusive_after / d.total_after
@@ -415,7 +446,7 @@ def _op_band(op: OperationDelta) -> tuple[float, str]:
     return EXACT_RELATIVE_BAND * op.self_before, f"{EXACT_RELATIVE_BAND:.0%} of baseline"
 
 
-def _no_collateral(i: GateInputs) -> GateResult:
+def _no_collateral(i: GateInputs, rs: RuleSet) -> GateResult:
     failures, checked = [], []
     d = i.profile_diff
     hot = i.hotspot.operation if i.hotspot is not None else None
@@ -424,7 +455,7 @@ def _no_collateral(i: GateInputs) -> GateResult:
     else:
         regressed = []
         n_checked = 0
-        totals, scale = _sampled_totals(d), _campaign_scale(i)
+        totals, scale = _sampled_totals(d), _campaign_scale(i, rs)
         for op in d.operations:
             if op.id == hot or op.share_before < COLLATERAL_MIN_SHARE:
                 continue

@@ -72,6 +72,7 @@ def capture(
             wall_s=round(cap.wall_s, 6),
             tool_version=cap.tool_version or None,
             command=cap.commands[0] if cap.commands else [],
+            can_reprofile=adapter.spec.can_reprofile,
             source_root=root,
         ),
         normalized=ev.ProfileNormalized(
