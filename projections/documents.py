@@ -203,17 +203,6 @@ DOCUMENTS: dict[str, Renderer] = {
     "cost.json": cost,
 }
 
-# File name -> document type, for `pw validate` and the schema generator.
-DOCUMENT_TYPES: dict[str, type[msgspec.Struct]] = {
-    "experiment-plan.json": ExperimentPlan,
-    "preflight.json": PreflightDoc,
-    "profiler-routing.json": RoutingDoc,
-    "source-targets.json": SourceTargetsDoc,
-    "agent-brief.json": BriefDoc,
-    "agent-view.json": ViewDoc,
-    "cost.json": CostDoc,
-}
-
 
 def render(state: RunState) -> dict[str, bytes]:
     """Every projection file that the state supports, as canonical bytes."""

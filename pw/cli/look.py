@@ -10,7 +10,6 @@ from ledger.codec import canonical_json, to_builtins
 from ledger.errors import InputError
 from pw.cli.common import checked_events, console, open_run, print_json, print_text
 
-SECTIONS = ("profile", "lines", "mechanisms", "facts", "routing", "timing", "gates", "diff", "slices")
 # A view is bounded: an agent asks for one section and never gets more than this many items.
 MAX_ITEMS = 15
 

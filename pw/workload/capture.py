@@ -17,7 +17,7 @@ from ledger import events as ev
 from ledger.contract import Contract
 from ledger.errors import ToolError
 from ledger.evidence import EvidenceStore
-from ledger.profile import Profile, decode_profile, encode_profile
+from ledger.profile import Profile, encode_profile
 from pw.workload.steps import Target
 
 # Profilers slow programs down; the capture gets this many times the run's own timeout.
@@ -84,10 +84,6 @@ def capture(
         ),
         profile=profile,
     )
-
-
-def load_profile(evidence: EvidenceStore, sha: str) -> Profile:
-    return decode_profile(evidence.get(sha))
 
 
 def renormalize(evidence: EvidenceStore, captured: ev.ProfileCaptured, build_dir: str) -> bytes:
