@@ -147,6 +147,25 @@ class OracleChecked(Payload, frozen=True):
     run: StepOutcome | None = None
     output_sha256: str | None = None
     outside_writes: list[str] = []  # files the traced oracle run wrote outside its workspace
+    # What the comparison covered, in words ("stdout: 720 lines, 518400 fields, rtol=1e-09 ...");
+    # None for events recorded before it was said.
+    compared: str | None = None
+    # Why this oracle is no oracle (it compared zero lines or an empty output, or only an exit
+    # status): a contract failure that caps every verdict at `proposed` until the user gives one.
+    compares_nothing: str | None = None
+    # Holdout inputs this check ran, each "argv: outcome" (fixed ones and fresh ones drawn for it).
+    holdouts: list[str] = []
+
+
+class HoldoutsDrawn(Payload, frozen=True):
+    """Fresh holdout inputs for one target, drawn from the manifest's generators only after that
+    target was built and its binary hashed, with a seed that appears nowhere before this event."""
+
+    TYPE = "HoldoutsDrawn"
+    target: str
+    binary_sha256: str | None
+    seed: int
+    inputs: list[list[str]]  # argv of each drawn input, in the order they run
 
 
 class FaultRecorded(Payload, frozen=True):
@@ -367,6 +386,7 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         PreflightCompleted,
         BuildFinished,
         OracleChecked,
+        HoldoutsDrawn,
         FaultRecorded,
         TimingRecorded,
         RoutingDecided,

@@ -323,7 +323,7 @@ def test_each_cheat_fails_only_its_gate():
 # rules 3 must fail it, and the honest improvement must still pass.
 
 from ledger.profile import CallEdge  # noqa: E402
-from pw.gates import GATE_RULES, RULE_VERSIONS  # noqa: E402
+from pw.rules.gates import GATE_RULES, RULE_VERSIONS  # noqa: E402
 
 
 def _at(o: Operation, start: int, end: int, file: str | None = None, id_: str | None = None,

@@ -103,19 +103,28 @@ def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
     return None
 
 
-def _rules_note(events, i: int) -> str:
-    """Why a divergence may be the rules' and not the evidence's: the candidate's last gates before
-    event `i` were evaluated under other gate rules than this ProfileWeaver applies."""
+def _judged_rules(events, i: int) -> int:
+    """The gate rules the candidate's judgement ending at event `i` was made under: those of its
+    last GatesEvaluated before `i` (events written before the field existed say 1)."""
     from ledger import events as ev
     from pw.rules.gates import GATE_RULES
 
     cid = events[i].data.id
     gates = next((e.data for e in reversed(events[:i]) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == cid),
                  None)
-    if gates is None or gates.rules == GATE_RULES:
+    return GATE_RULES if gates is None else gates.rules
+
+
+def _rules_note(events, i: int) -> str:
+    """Said beside a divergence of a judgement made under older gate rules: it was recomputed under
+    those rules (every version stays callable), not under the ones this ProfileWeaver applies now."""
+    from pw.rules.gates import GATE_RULES
+
+    rules = _judged_rules(events, i)
+    if rules == GATE_RULES:
         return ""
-    return (f"; its gates were evaluated under gate rules v{gates.rules} and this ProfileWeaver applies "
-            f"v{GATE_RULES} (see pw/rules/gates.py GATE_RULES), so the difference may be the rules', not the evidence's")
+    return (f"; recomputed under gate rules v{rules}, the ones it was judged by (this ProfileWeaver applies "
+            f"v{GATE_RULES} to new judgements; see pw/rules/gates.py GATE_RULES)")
 
 
 def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None:
@@ -133,7 +142,7 @@ def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None
             and events[start - 1].data.id == data.id:
         start -= 1
     try:
-        j = judge_events(events[:start], data.id, evidence)
+        j = judge_events(events[:start], data.id, evidence, rules=_judged_rules(events, i))
     except Exception as exc:  # noqa: BLE001 - an audit reports, it does not crash
         return f"candidate {data.id}: verdict at seq {env.seq} cannot be recomputed ({exc})"
     recorded = (data.status, data.speedup, data.interval)

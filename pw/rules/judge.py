@@ -73,7 +73,22 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
     return msgspec.to_builtins(result)
 
 
-def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore) -> Judgement:
+def baseline_shift_reason(items, timing: ev.TimingRecorded | None) -> str | None:
+    """Why the campaign's baseline cannot be trusted as the reference (it ran slower than the
+    baseline-variance stage of `pw start`, beyond noise), or None."""
+    from pw.stats.baseline_shift import baseline_shift, describe
+
+    ref = _latest(items, lambda d: isinstance(d, ev.TimingRecorded) and d.purpose == "baseline-variance")
+    if timing is None or ref is None or ref[1].metric != timing.metric:
+        return None
+    shift = baseline_shift(list(ref[1].samples.get("baseline", [])), list(timing.samples.get("baseline", [])))
+    return describe(shift) if shift is not None and shift.slower else None
+
+
+def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore,
+                 rules: int = g.GATE_RULES) -> Judgement:
+    """The judgement of candidate ``cid``'s latest attempt under gate rules ``rules`` (an audit
+    passes the version the recorded judgement was made under)."""
     items = [(e.seq, e.data) for e in envelopes]
     run_seq, run = _latest(items, lambda d: isinstance(d, ev.RunStarted))
     contract = run.contract
@@ -177,7 +192,16 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
             host=run.host.hostname, tool_versions=versions_then, source_sha256=diff.source_sha256, run_id=run.run_id,
         ),
     )
-    gate_results = g.evaluate_gates(inputs)
+    gate_results = g.evaluate_gates(inputs, rules)
+    # Rules 3 also judge the oracle and the baseline, not only the candidate: an oracle that compares
+    # nothing caps the verdict at proposed; a baseline slower than at pw start makes it inconclusive.
+    ceiling, doubts = [], []
+    if rules >= 3:
+        if base_oracle is not None and base_oracle[1].compares_nothing:
+            ceiling.append(f"oracle: {base_oracle[1].compares_nothing}")
+        shifted = baseline_shift_reason(items, timing[1] if timing else None)
+        if shifted is not None:
+            doubts.append(shifted)
     timing_fault = None
     if timing is None and oracle is not None and oracle[1].passed:
         # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
@@ -189,6 +213,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         oracle_passed=None if oracle is None else oracle[1].passed,
         exploratory=inputs.exploratory,
         timing_fault=timing_fault,
+        ceiling=ceiling,
+        doubts=doubts,
     )
     interval = None
     speedup = None
@@ -205,7 +231,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
             analysis=analysis,
         ),
         gates=ev.GatesEvaluated(id=cid, attempt=attempt, gates=gate_results, inputs=msgspec.to_builtins(inputs),
-                                rules=g.GATE_RULES),
+                                rules=rules),
         verdict=ev.VerdictReached(
             id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
             speedup=speedup, interval=interval, exploratory=inputs.exploratory,
