@@ -2,7 +2,9 @@
  *
  * usage: ./particles NPARTICLES STEPS SEED
  * Creates the particle system, times psys_advance() with CLOCK_MONOTONIC
- * (the region of interest), then prints checksums of the final state.
+ * (the region of interest), then prints the whole final state: x and vx of
+ * every particle (C99 hex floats, exact and cheap to format), then the total
+ * energy. The oracle compares all of it, so no particle can be skipped.
  * The line "roi_s=<seconds>" is the metric; it is the only nondeterministic
  * line and the oracle skips it.
  */
@@ -43,22 +45,15 @@ int main(int argc, char **argv)
     psys_advance(s, steps, dt);
     double t1 = now_s();
 
-    double sx = 0.0, svx = 0.0, se = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        sx += psys_get(s, i, PF_X);
-        svx += psys_get(s, i, PF_VX);
-        se += psys_get(s, i, PF_ENERGY);
-    }
     printf("n %zu\n", n);
     printf("steps %d\n", steps);
     printf("seed %u\n", seed);
-    printf("sum_x %.12e\n", sx);
-    printf("sum_vx %.12e\n", svx);
+    double se = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        printf("%a %a\n", psys_get(s, i, PF_X), psys_get(s, i, PF_VX));
+        se += psys_get(s, i, PF_ENERGY);
+    }
     printf("energy %.12e\n", se);
-    size_t probe[3] = {0, n / 2 + 1, n - 1};
-    for (int k = 0; k < 3; k++)
-        printf("p[%zu] x %.12e vx %.12e\n", probe[k],
-               psys_get(s, probe[k], PF_X), psys_get(s, probe[k], PF_VX));
     printf("roi_s=%.6f\n", t1 - t0);
 
     psys_destroy(s);
