@@ -110,6 +110,7 @@ def check(
     from pw.workload import differential
 
     first = run_once(contract, target, scratch, tag="oracle", trace_writes=True)
+    n_stderr = differential.stderr_lines(first)
     result = _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference),
                            first.outside_writes)
     lines: list[str] = []
@@ -121,7 +122,8 @@ def check(
         else:
             event = msgspec.structs.replace(result.event, detail=f"{result.event.detail}; {detail}")
             result = msgspec.structs.replace(result, event=event)
-    event = differential.finish(contract, result.event, first, fresh=list(fresh), fresh_lines=lines)
+    event = differential.finish(contract, result.event, first, fresh=list(fresh), fresh_lines=lines,
+                                  n_stderr=n_stderr)
     return msgspec.structs.replace(result, event=event, fault=result.fault)
 
 

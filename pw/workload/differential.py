@@ -41,20 +41,23 @@ def coverage(contract: Contract, run: RunOutcome | None) -> Comparison | None:
     return compare_outputs(contract, run, run)
 
 
-def compares_nothing(contract: Contract, run: RunOutcome | None, covered: Comparison | None) -> str | None:
+def stderr_lines(run: RunOutcome) -> int:
+    """Non-blank lines a run wrote to stderr (read before the next run reuses its scratch)."""
+    path = Path(run.process.stderr_path) if run.process.stderr_path else None
+    if path is None or not path.is_file():
+        return 0
+    return sum(1 for ln in path.read_text(errors="replace").splitlines() if ln.strip())
+
+
+def compares_nothing(contract: Contract, covered: Comparison | None, n_stderr: int) -> str | None:
     """Why this oracle is no oracle, or None."""
     o = contract.oracle
     if o.kind == "exit":
         return "it checks only the exit status; no output is compared (declare an output oracle in profileweaver.json)"
-    if o.kind == "command" or run is None or covered is None or covered.lines > 0:
+    if o.kind == "command" or covered is None or covered.lines > 0:
         return None
     stream = f"the output file {o.path}" if o.kind == "file" else "stdout"
-    err = run.process.stderr_path and Path(run.process.stderr_path)
-    extra = ""
-    if err and err.is_file():
-        n = len([ln for ln in err.read_text(errors="replace").splitlines() if ln.strip()])
-        if n:
-            extra = f"; the program wrote {n} line(s) to stderr, which the oracle does not compare"
+    extra = f"; the program wrote {n_stderr} line(s) to stderr, which the oracle does not compare" if n_stderr else ""
     return (f"it compared 0 lines: {stream} was empty{extra}; give an oracle that compares the program's "
             "results (oracle.kind stdout/file/baseline in profileweaver.json)")
 
@@ -115,7 +118,7 @@ def describe_coverage(contract: Contract, covered: Comparison | None, fresh: lis
 
 
 def finish(contract: Contract, event: ev.OracleChecked, first: RunOutcome | None, *,
-           fresh: list[list[str]], fresh_lines: list[str]) -> ev.OracleChecked:
+           fresh: list[list[str]], fresh_lines: list[str], n_stderr: int = 0) -> ev.OracleChecked:
     """The event with what it compared, whether that is nothing, and the holdouts it ran."""
     from pw.workload.holdouts import pair_generator
 
@@ -128,6 +131,6 @@ def finish(contract: Contract, event: ev.OracleChecked, first: RunOutcome | None
     return msgspec.structs.replace(
         event,
         compared=describe_coverage(contract, covered, fresh, template),
-        compares_nothing=compares_nothing(contract, first, covered) if event.passed else None,
+        compares_nothing=compares_nothing(contract, covered, n_stderr) if event.passed else None,
         holdouts=list(fresh_lines),
     )
