@@ -147,6 +147,25 @@ class OracleChecked(Payload, frozen=True):
     run: StepOutcome | None = None
     output_sha256: str | None = None
     outside_writes: list[str] = []  # files the traced oracle run wrote outside its workspace
+    # What the comparison covered, in words ("stdout: 720 lines, 518400 fields, rtol=1e-09 ...");
+    # None for events recorded before it was said.
+    compared: str | None = None
+    # Why this oracle is no oracle (it compared zero lines or an empty output, or only an exit
+    # status): a contract failure that caps every verdict at `proposed` until the user gives one.
+    compares_nothing: str | None = None
+    # Holdout inputs this check ran, each "argv: outcome" (fixed ones and fresh ones drawn for it).
+    holdouts: list[str] = []
+
+
+class HoldoutsDrawn(Payload, frozen=True):
+    """Fresh holdout inputs for one target, drawn from the manifest's generators only after that
+    target was built and its binary hashed, with a seed that appears nowhere before this event."""
+
+    TYPE = "HoldoutsDrawn"
+    target: str
+    binary_sha256: str | None
+    seed: int
+    inputs: list[list[str]]  # argv of each drawn input, in the order they run
 
 
 class FaultRecorded(Payload, frozen=True):
@@ -179,6 +198,10 @@ class TimingConditions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     warmup_runs: int = 0
     arms: dict[str, TimedArm] = {}  # by target label
     side_effects: list[str] = []  # files runs created, modified or deleted in their tree
+    # Where the manifest declares a generator for the timed input: the seed drawn for this campaign
+    # and the argv each pair ran (both arms the same), so an audit knows what was compared.
+    input_seed: int | None = None
+    pair_inputs: list[list[str]] = []
 
 
 class TimingRecorded(Payload, frozen=True):
@@ -397,6 +420,7 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         PreflightCompleted,
         BuildFinished,
         OracleChecked,
+        HoldoutsDrawn,
         FaultRecorded,
         TimingRecorded,
         RoutingDecided,

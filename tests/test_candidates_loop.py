@@ -55,7 +55,7 @@ def test_broken_candidate_is_rejected_oracle_failed(matmul_template, tmp_path):
     out = result.json()
     assert out["status"] == "rejected"
     assert [r.split(":")[0] for r in out["reasons"]] == ["oracle-failed"]
-    assert "vs reference/stdout.txt" in out["reasons"][0]
+    assert "vs baseline output" in out["reasons"][0]
     assert out["repairs_left"] == 7  # one failed attempt spends no repair yet: the next evaluate is the repair
 
 

@@ -103,16 +103,28 @@ def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
     return None
 
 
-def _recorded_rules(events, i: int) -> int:
-    """The gate rules the judgement ending at event `i` was recorded under (its candidate's last
-    GatesEvaluated before it): the audit recomputes under those, as an upcaster reads old events."""
+def _judged_rules(events, i: int) -> int:
+    """The gate rules the candidate's judgement ending at event `i` was made under: those of its
+    last GatesEvaluated before `i` (events written before the field existed say 1)."""
     from ledger import events as ev
     from pw.rules.gates import GATE_RULES
 
     cid = events[i].data.id
     gates = next((e.data for e in reversed(events[:i]) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == cid),
                  None)
-    return gates.rules if gates is not None else GATE_RULES
+    return GATE_RULES if gates is None else gates.rules
+
+
+def _rules_note(events, i: int) -> str:
+    """Said beside a divergence of a judgement made under older gate rules: it was recomputed under
+    those rules (every version stays callable), not under the ones this ProfileWeaver applies now."""
+    from pw.rules.gates import GATE_RULES
+
+    rules = _judged_rules(events, i)
+    if rules == GATE_RULES:
+        return ""
+    return (f"; recomputed under gate rules v{rules}, the ones it was judged by (this ProfileWeaver applies "
+            f"v{GATE_RULES} to new judgements; see pw/rules/gates.py GATE_RULES)")
 
 
 def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None:
@@ -130,7 +142,7 @@ def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None
     while start > 0 and isinstance(events[start - 1].data, (ev.CandidateEvaluated, ev.GatesEvaluated)) \
             and events[start - 1].data.id == data.id:
         start -= 1
-    rules = _recorded_rules(events, i)
+    rules = _judged_rules(events, i)
     try:
         j = judge_recorded(events[:start], data.id, evidence, rules)
     except UnknownRules as exc:

@@ -60,10 +60,32 @@ def tool_versions(state) -> dict[str, str]:
 
 
 def stable_reference(handle: RunHandle, state) -> str | None:
-    if state.run.contract.oracle.kind != "stable":
+    if state.run.contract.oracle.kind not in ("stable", "baseline"):
         return None
     sha = state.oracles["baseline"].output_sha256
     return handle.evidence.get(sha).decode(errors="replace") if sha else None
+
+
+def secret_seed() -> int:
+    """A seed nobody can know before it is drawn (the OS's entropy), recorded once it is used."""
+    import secrets
+
+    return secrets.randbits(63)
+
+
+def draw_fresh_holdouts(handle: RunHandle, state, target: str, binary_sha256: str | None):
+    """(state, inputs): fresh inputs from the manifest's generators, drawn now and recorded as
+    `HoldoutsDrawn`; no event and no inputs without generators."""
+    from pw.workload.holdouts import draw_holdouts
+
+    generators = state.run.contract.oracle.generators
+    if not generators:
+        return state, []
+    seed = secret_seed()
+    inputs = draw_holdouts(list(generators), seed)
+    state = handle.record(state, [ev.HoldoutsDrawn(target=target, binary_sha256=binary_sha256, seed=seed,
+                                                   inputs=inputs)])
+    return state, inputs
 
 
 def ensure_baseline_built(handle: RunHandle, state) -> execute.Target:
@@ -123,15 +145,17 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     state = handle.record(state, [built])
     if built.outcome != "ok":
         return state
+    baseline = ensure_baseline_built(handle, state)
+    # Only now, with the candidate built and hashed, are its holdout inputs drawn (and recorded).
+    state, fresh = draw_fresh_holdouts(handle, state, cid, built.binary_sha256)
     progress("oracle")
     oracle = correctness.check(
         contract, target, handle.path / "baseline", scratch, handle.evidence,
-        stable_reference=stable_reference(handle, state),
+        stable_reference=stable_reference(handle, state), baseline=baseline, fresh=fresh,
     )
     state = handle.record(state, [oracle.event] + ([oracle.fault] if oracle.fault else []))
     if not oracle.event.passed:
         return state
-    baseline = ensure_baseline_built(handle, state)
     pairs = 1 if exploratory else contract.sampling.pairs
     progress(f"timing {pairs} pair(s)")
     result = campaign.run_pairs(
@@ -139,6 +163,7 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
         seed=campaign.campaign_seed(state.run.run_id, cid, attempt, "screening"),
         purpose="screening", exploratory=exploratory, host=state.run.host.hostname,
         scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+        input_seed=secret_seed(),
     )
     if result.failure is not None:
         return handle.record(state, [result.failure])

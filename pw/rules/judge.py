@@ -123,6 +123,17 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
     return msgspec.to_builtins(result)
 
 
+def baseline_shift_reason(reference: ev.TimingRecorded | None, timing: ev.TimingRecorded | None) -> str | None:
+    """Why the campaign's baseline cannot be trusted as the reference (it ran slower than the
+    baseline-variance stage of `pw start`, beyond noise), or None."""
+    from pw.stats.baseline_shift import baseline_shift, describe
+
+    if timing is None or reference is None or reference.metric != timing.metric:
+        return None
+    shift = baseline_shift(list(reference.samples.get("baseline", [])), list(timing.samples.get("baseline", [])))
+    return describe(shift) if shift is not None and shift.slower else None
+
+
 def _timed_digest(arm: ev.TimedArm | None) -> str | None:
     """The digest of what was timed: the tree after the campaign when it differs from before."""
     if arm is None or not arm.binary_before:
@@ -235,6 +246,15 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         ),
     )
     gate_results = g.evaluate_gates(inputs, rules)
+    # Rules 3 also judge the oracle and the baseline, not only the candidate: an oracle that compares
+    # nothing caps the verdict at proposed; a baseline slower than at pw start makes it inconclusive.
+    ceiling, doubts = [], []
+    if rules >= 3:
+        if s.baseline_oracle is not None and s.baseline_oracle[1].compares_nothing:
+            ceiling.append(f"oracle: {s.baseline_oracle[1].compares_nothing}")
+        shifted = baseline_shift_reason(s.baseline_timing[1] if s.baseline_timing else None, timing[1] if timing else None)
+        if shifted is not None:
+            doubts.append(shifted)
     timing_fault = None
     if timing is None and oracle is not None and oracle[1].passed:
         # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
@@ -245,6 +265,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         oracle_passed=None if oracle is None else oracle[1].passed,
         exploratory=inputs.exploratory,
         timing_fault=timing_fault,
+        ceiling=ceiling,
+        doubts=doubts,
     )
     interval = None
     speedup = None
