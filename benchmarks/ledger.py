@@ -167,6 +167,7 @@ def bench_replay_verify(path: Path, repeats: int = 3) -> tuple[float, dict[str, 
     for _ in range(repeats):
         t0 = time.perf_counter()
         events = Ledger(path).events()  # a fresh object: nothing verified or cached before
+        gc.freeze()  # as `pw` does after reading a ledger (pw/cli/common.py checked_events)
         t1 = time.perf_counter()
         run_state = state.fold(events)
         t2 = time.perf_counter()
@@ -179,6 +180,7 @@ def bench_replay_verify(path: Path, repeats: int = 3) -> tuple[float, dict[str, 
         for part, dt in (("read", t1 - t0), ("fold", t2 - t1), ("verify_only", t3 - t2)):
             parts[names[part]] = max(parts[names[part]], n / dt)
         del events, run_state
+        gc.unfreeze()
     return best, parts
 
 

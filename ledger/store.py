@@ -325,8 +325,9 @@ class Ledger:
         Decoding runs with the cyclic garbage collector paused: decoded events are long-lived and
         acyclic (plain data), so collecting while they are being built only re-walks them, again
         and again as they age through the generations; on a 100k-event ledger that cost more than
-        the decoding itself. Afterwards they are moved out of the collector's sight (`gc.freeze`);
-        reference counting still frees them.
+        the decoding itself. The collector is left as the caller had it: a library call makes no
+        process-wide change (no `gc.freeze`, which would also hide every other object of the process
+        from the collector for good).
         """
         enabled = gc.isenabled()
         gc.disable()
@@ -336,7 +337,6 @@ class Ledger:
                 out = list(_decode_range(f, 0, fresh.start))
                 out += fresh.envelopes
                 out += _decode_range(f, fresh.end, self._cursor.offset)
-            gc.freeze()
         finally:
             if enabled:
                 gc.enable()

@@ -3,6 +3,7 @@ data, and the block-wise fast path agreeing with the line-by-line one."""
 
 from __future__ import annotations
 
+import gc
 import uuid
 from pathlib import Path
 
@@ -49,6 +50,20 @@ def test_appended_envelopes_are_what_a_reader_gets(run_dir: Path):
     got = ledger.append([_timing([1.0, 2.5e-7]), ev.Note(text="ü\n\u2028")], expected_seq=2, cause="c", key="k")
     assert got == Ledger(ledger.path).events()[2:]
     assert [e.batch for e in got] == [1, 0]
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["gc-on", "gc-off"])
+def test_reading_events_leaves_the_garbage_collector_as_the_caller_had_it(run_dir: Path, enabled: bool):
+    """A library call makes no process-wide change: nothing frozen, the collector on or off as before."""
+    was_enabled, frozen = gc.isenabled(), gc.get_freeze_count()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        events = Ledger(run_dir / "ledger.jsonl").events()
+        after = gc.isenabled(), gc.get_freeze_count()
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
+    assert events
+    assert after == (enabled, frozen)
 
 
 def test_empty_ledger_does_not_verify(tmp_path: Path):
