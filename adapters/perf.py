@@ -120,7 +120,7 @@ class PerfAdapter(Adapter):
         record = [exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache", "-e", self.event,
                   "-F", str(self.frequency), "--call-graph", self.call_graph, "-o", data,
                   "--", *req.argv]
-        rec = run_tool(record, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout)
+        rec = run_tool(record, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
         stderr = os.path.join(req.out_dir, "stderr.txt")
         with open(stderr, "wb") as f:
             f.write(rec.stderr)

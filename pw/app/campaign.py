@@ -2,6 +2,12 @@
 
 Before the first pair and after the last, both built trees are hashed, so a binary swapped or
 rebuilt during the campaign (or a stale one) shows up as a mismatch with what was built.
+
+Both arms run in the identical sandbox (pw.workload.containment), so timing stays symmetric. With
+``checks``, no timed run goes unchecked: each run's outputs must equal its target's oracle-checked
+output (pw.workload.output_check), and a candidate run that leaves anything for the next run
+beyond what the baseline leaves (a file in or outside its tree, a process) is caught. Either
+fails the campaign with a fault naming the pair, the arm and the stream.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.contract import Contract
+from pw.workload import containment, output_check
 from pw.workload import steps as execute
 
 
@@ -21,6 +28,14 @@ class CampaignResult(msgspec.Struct, frozen=True):
     timing: ev.TimingRecorded | None
     failure: ev.FaultRecorded | None
     side_effects: list[str]
+
+
+class RunChecks(msgspec.Struct, frozen=True):
+    """What every timed run of one target is checked against. ``allowed``: what its runs may leave
+    behind (the baseline's own list); None for the baseline itself, which is never blamed."""
+
+    expected: output_check.Expected
+    allowed: list[str] | None = None
 
 
 def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:
@@ -42,6 +57,7 @@ def run_pairs(
     scratch: Path,
     tool_versions: str,
     progress: Callable[[str], None] = lambda _m: None,
+    checks: dict[str, RunChecks] | None = None,
 ) -> CampaignResult:
     from pw.stats import interleaved_order
 
@@ -53,6 +69,8 @@ def run_pairs(
     walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     rss: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     side_effects: list[str] = []
+    baseline_differs: set[str] = set()  # streams the baseline itself does not reproduce
+    candidate_differs: list[tuple[str, str]] = []  # (stream, message), judged once the campaign is over
     for i, pair in enumerate(order):
         progress(f"pair {i + 1}/{pairs} ({pair})")
         for arm in pair:
@@ -70,6 +88,26 @@ def run_pairs(
             walls[target.label].append(round(out.process.wall_s, 9))
             rss[target.label].append(float(out.process.max_rss_kb))
             side_effects.extend(f"{target.label}: {s}" for s in out.side_effects)
+            chk = (checks or {}).get(target.label)
+            if chk is None:
+                continue
+            where = f"pair {i + 1}, {target.label} (arm {arm})"
+            if chk.allowed is not None and (found := execute.caught(out, chk.allowed)):
+                fault = ev.FaultRecorded(stage=purpose, target=target.label, failure_class="caught",
+                                         message=f"{where}: " + "; ".join(found))
+                return CampaignResult(None, fault, side_effects)
+            seen = output_check.Observed(stdout=out.stdout, stderr=out.stderr, output_file=out.output_file)
+            for stream, detail in output_check.differences(contract, seen, chk.expected):
+                if target is baseline:
+                    baseline_differs.add(stream)
+                else:
+                    candidate_differs.append((stream, f"{where}, {stream}: differs from its oracle-checked "
+                                                      f"output ({detail})"))
+    blamed = [msg for stream, msg in candidate_differs if stream not in baseline_differs]
+    if blamed:
+        fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="output-mismatch",
+                                 message=blamed[0] + (f" (and {len(blamed) - 1} more)" if len(blamed) > 1 else ""))
+        return CampaignResult(None, fault, side_effects)
     samples = {}
     for label in (baseline.label, candidate.label):
         samples[label] = values[label]
@@ -85,7 +123,13 @@ def run_pairs(
         "candidate_binary_before": cand_bin_before,
         "candidate_binary_after": execute.binary_digest(candidate),
         "side_effects": "; ".join(sorted(set(side_effects))),
+        "sandbox": containment.describe(),
     }
+    if checks:
+        checked = [s for s in output_check.STREAMS if s not in baseline_differs]
+        conditions["output_checks"] = ", ".join(checked) or "none"
+        if baseline_differs:
+            conditions["unchecked_streams"] = ", ".join(sorted(baseline_differs)) + " (the baseline's own runs differ)"
     timing = ev.TimingRecorded(
         purpose=purpose,
         targets=[baseline.label, candidate.label],

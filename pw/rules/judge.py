@@ -73,6 +73,17 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
     return msgspec.to_builtins(result)
 
 
+# Fault classes that mean the candidate was caught at something (ledger.events.FailureClass).
+CAUGHT_FAULTS = frozenset({"caught", "output-mismatch"})
+
+
+def _uncontained(conditions: dict[str, str]) -> str | None:
+    """Why the campaign's runs were not sandboxed, or None (sandboxed, or recorded before the
+    sandbox existed, when no campaign said either way)."""
+    sandbox = conditions.get("sandbox", "")
+    return sandbox.partition(": ")[2] or "no sandbox" if sandbox.startswith("none") else None
+
+
 def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore) -> Judgement:
     items = [(e.seq, e.data) for e in envelopes]
     run_seq, run = _latest(items, lambda d: isinstance(d, ev.RunStarted))
@@ -179,7 +190,14 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
     )
     gate_results = g.evaluate_gates(inputs)
     timing_fault = None
-    if timing is None and oracle is not None and oracle[1].passed:
+    # Caught in a timed or profiled run (left something for the next run, printed something else
+    # than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail the
+    # oracle and are rejected as such.
+    caught = _latest(attempt_items, lambda d: isinstance(d, ev.FaultRecorded) and d.target == cid
+                     and d.failure_class in CAUGHT_FAULTS and d.stage != "oracle")
+    if caught is not None:
+        timing_fault = caught[1]
+    elif timing is None and oracle is not None and oracle[1].passed:
         # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
         fault = mine(ev.FaultRecorded, target=cid)
         timing_fault = fault[1] if fault is not None else None
@@ -189,6 +207,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         oracle_passed=None if oracle is None else oracle[1].passed,
         exploratory=inputs.exploratory,
         timing_fault=timing_fault,
+        uncontained=_uncontained(conditions),
     )
     interval = None
     speedup = None

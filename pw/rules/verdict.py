@@ -11,7 +11,8 @@ Order of judgement, first match wins:
    fewer pairs than the minimum (``inconclusive:``).
 4. **verified** when all six gates of ``pw.rules.gates.GATE_NAMES`` are present and pass (one
    ``verified:`` reason summarising the speedup).
-5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``).
+5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and
+   ``no sandbox:`` when the runs could not be contained (the ceiling without a sandbox).
 
 ``Verdict.repairable`` (recorded as ``VerdictReached.repairable``) is True only when a rule-1 failure
 that an edit can address was found: the agent may fix the workspace and evaluate again, spending one
@@ -37,6 +38,7 @@ ORACLE_FAILED = "oracle-failed:"
 SLOWER = "slower:"
 NO_EFFECT = "no-effect:"
 INCONCLUSIVE = "inconclusive:"
+UNCONTAINED = "no sandbox:"
 
 # Failures of the candidate's own program, which an edit can fix. The others (nondeterministic
 # baseline output, an unusable profiler) are about the workload or the host.
@@ -72,10 +74,13 @@ def reach_verdict(
     exploratory: bool,
     min_pairs: int = DEFAULT_MIN_PAIRS,
     timing_fault: FaultRecorded | None = None,
+    uncontained: str | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
-    ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did."""
+    ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did, or what the
+    candidate was caught at in a timed or profiled run. ``uncontained`` says why its runs had no
+    sandbox: the ceiling is then ``proposed``."""
     by_name = {g.name: g for g in gates}
     a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
 
@@ -113,6 +118,9 @@ def reach_verdict(
             reasons.append(f"gate {name}: not evaluated")
         elif not g.passed:
             reasons.append(f"gate {name}: {g.detail}")
+    if uncontained is not None:
+        reasons.append(f"{UNCONTAINED} {uncontained}; a run outside a sandbox could have cached its result or "
+                       "read the references, so the ceiling is proposed")
     if reasons:
         return Verdict("proposed", reasons)
     return Verdict("verified", [f"verified: {_summary(a)}; all six gates passed"])

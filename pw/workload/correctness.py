@@ -21,9 +21,11 @@ from pw.workload.compare import compare_text
 from pw.workload.steps import (
     RunOutcome,
     Target,
+    caught,
     classify,
     compare_with_reference,
     failure_message,
+    left_behind,
     run_once,
     step_outcome,
 )
@@ -74,11 +76,29 @@ def _result(contract, target, passed, detail, run, evidence, *, fault_class=None
     return OracleResult(event, fault, run)
 
 
-def _with_outside(result: OracleResult, outside: list[str]) -> OracleResult:
-    if not outside:
-        return result
-    event = msgspec.structs.replace(result.event, outside_writes=list(outside))
+def _with_evidence(result: OracleResult, first: RunOutcome, evidence: EvidenceStore) -> OracleResult:
+    """What the per-run output checks and the caught rule compare later runs with: the first run's
+    stderr and declared output file, and what it left behind."""
+    event = msgspec.structs.replace(
+        result.event,
+        outside_writes=list(first.outside_writes),
+        left_behind=left_behind(first),
+        stderr_sha256=evidence.put(first.stderr.encode()),
+        output_file_sha256=evidence.put(first.output_file) if first.output_file is not None else None,
+    )
     return msgspec.structs.replace(result, event=event)
+
+
+def _caught(contract, target, run, what: str, allowed: list[str] | None, evidence) -> OracleResult | None:
+    """A rejection naming what the run left for the next one, beyond what the baseline leaves."""
+    if allowed is None:
+        return None
+    found = caught(run, allowed)
+    if not found:
+        return None
+    detail = (f"caught: the {what} " + "; ".join(found)
+              + " (anything kept for the next run can carry a result across runs)")
+    return _result(contract, target, False, detail, run, evidence, fault_class="caught")
 
 
 def check(
@@ -89,16 +109,23 @@ def check(
     evidence: EvidenceStore,
     *,
     stable_reference: str | None = None,
+    allowed: list[str] | None = None,
 ) -> OracleResult:
     """Run the oracle for `target`. For an inferred (`stable`) oracle, the baseline is run twice;
-    a candidate is compared with the baseline's first output (`stable_reference`). The first run
-    is traced for writes outside the workspace (`OracleChecked.outside_writes`)."""
+    a candidate is compared with the baseline's first output (`stable_reference`).
+
+    The runs are sandboxed (pw.workload.steps.run_once); what the first run leaves behind is
+    recorded (`OracleChecked.left_behind`). With `allowed` (the baseline's own list), a run that
+    leaves anything more, a file or a process, fails as `caught` before its output is compared.
+    Without a sandbox the first run is traced for writes outside the workspace instead."""
     first = run_once(contract, target, scratch, tag="oracle", trace_writes=True)
-    return _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference),
-                         first.outside_writes)
+    result = _caught(contract, target, first, "oracle run", allowed, evidence)
+    if result is None:
+        result = _check(contract, target, reference_dir, scratch, evidence, first, stable_reference, allowed)
+    return _with_evidence(result, first, evidence)
 
 
-def _check(contract, target, reference_dir, scratch, evidence, first, stable_reference) -> OracleResult:
+def _check(contract, target, reference_dir, scratch, evidence, first, stable_reference, allowed) -> OracleResult:
     o = contract.oracle
     failure = classify(first)
     if failure is not None:
@@ -143,6 +170,8 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
         if failure is not None:
             msg = f"holdout {i}: " + failure_message(contract, run)
             return _result(contract, target, False, msg, run, evidence, fault_class=failure)
+        if (held := _caught(contract, target, run, f"holdout {i} run", allowed, evidence)) is not None:
+            return held
         hcmp = compare_with_reference(contract, reference_dir, run, holdout.reference)
         if not hcmp.passed:
             return _result(contract, target, False, f"holdout {i} vs {holdout.reference}: {hcmp.detail}", run, evidence)
