@@ -65,7 +65,7 @@ def main() -> None:
               "max_rss_kb": usage.ru_maxrss, "launch_error": None}
     if sandboxed:
         report["leftover_processes"] = _leftover_processes()
-        report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")])
+        report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")], spec.get("own_trees", []))
     _write_report(report_fd, report)
 
 
@@ -102,12 +102,14 @@ def _leftover_processes() -> list[str]:
     return out[:_MAX_LISTED]
 
 
-def _scratch_files(roots: list[str]) -> list[str]:
-    """Files (and links) the program left in the sandbox's scratch tmpfs, sorted, at most a few."""
+def _scratch_files(roots: list[str], own_trees: list[str]) -> list[str]:
+    """Files (and links) the program left in the sandbox's scratch tmpfs, sorted, at most a few.
+    Its own trees (bound back inside /tmp when the run directory is there) are not scratch."""
     found: list[str] = []
+    skip = {os.path.normpath(t) for t in own_trees}
     for root in sorted({r for r in roots if r}):
         for dirpath, dirs, files in os.walk(root):
-            dirs.sort()
+            dirs[:] = sorted(d for d in dirs if os.path.join(dirpath, d) not in skip)
             found += [os.path.join(dirpath, name) for name in sorted(files)]
             found += [os.path.join(dirpath, d) for d in dirs if os.path.islink(os.path.join(dirpath, d))]
     return sorted(set(found))[:_MAX_LISTED]

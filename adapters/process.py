@@ -242,7 +242,8 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     finally:
         os.close(report_fd)
     spec = msgspec.json.encode({"argv": argv, "env": env if env is not None else dict(os.environ),
-                                "sandboxed": confine is not None})
+                                "sandboxed": confine is not None,
+                                "own_trees": list(confine.layout.writable) if confine is not None else []})
     try:
         proc.stdin.write(spec)
         proc.stdin.close()

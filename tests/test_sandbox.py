@@ -160,3 +160,18 @@ def test_no_network(sandbox, area, tmp_path):
     names = [n.split(":")[0].strip() for n in out.split() if n.strip()]
     assert "lo" in names or "lo:" in out
     assert not any(n.startswith(("eth", "en", "wl")) for n in names)
+
+
+def test_a_tree_inside_tmp_is_not_reported_as_scratch(sandbox, tmp_path):
+    """Test runs live under /tmp: the tree is bound back inside the fresh /tmp and is not a cache."""
+    tree = tmp_path / "runs" / "x" / "build" / "c"
+    tree.mkdir(parents=True)
+    (tree / "kept.c").write_text("int x;\n")
+    conf = Confinement(sandbox=sandbox, layout=sb.Layout(writable=[str(tree)], hidden=[str(tmp_path / "runs")],
+                                                         cwd=str(tree)))
+    r = run_process(["/bin/sh", "-c", "cat kept.c && echo new > made && echo c > /tmp/cache"], cwd=tree,
+                    env={"PATH": "/usr/bin:/bin"}, timeout_s=30, stdout_path=tmp_path / "out",
+                    stderr_path=tmp_path / "err", own_peak_rss=True, confine=conf)
+    assert r.ok and (tmp_path / "out").read_text() == "int x;\n"
+    assert r.scratch_files == ["/tmp/cache"]
+    assert (tree / "made").read_text() == "new\n"
