@@ -24,6 +24,7 @@ from pw.workload.steps import (
     caught,
     classify,
     compare_with_reference,
+    confine_for,
     failure_message,
     left_behind,
     run_once,
@@ -156,6 +157,8 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
             timeout_s=contract.run.timeout_s,
             stdout_path=scratch / "oracle-cmd.out",
             stderr_path=scratch / "oracle-cmd.err",
+            # The user's checker, but in the candidate's tree, among files the candidate built.
+            confine=confine_for(target, target.build_dir),
         )
         diagnostics.process_ran(result, what=f"oracle command {target.label}")
         ok = result.ok

@@ -71,7 +71,7 @@ def caught(outcome: RunOutcome, allowed: list[str]) -> list[str]:
     return [item for item in left_behind(outcome) if item not in set(allowed)]
 
 
-def _confine(target: Target, cwd: Path):
+def confine_for(target: Target, cwd: Path):
     from pw.workload import containment
 
     return containment.confinement(target.build_dir, target.hidden, cwd)
@@ -129,7 +129,7 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
             timeout_s=step.timeout_s,
             stdout_path=logs / f"build-{target.label}-{i}.out",
             stderr_path=logs / f"build-{target.label}-{i}.err",
-            confine=_confine(target, target.build_dir / step.cwd),  # no .incbin of a reference
+            confine=confine_for(target, target.build_dir / step.cwd),  # no .incbin of a reference
         )
         diagnostics.process_ran(result, what=f"build {target.label} step {i}")
         steps.append(step_outcome(result, _store_log(evidence, result)))
@@ -221,7 +221,7 @@ def run_once(
     before = workspace.snapshot(target.build_dir)
     # Absolute: strace opens it from the run's working directory, not ours.
     trace_log = (scratch.parent / f".{scratch.name}-{tag}.strace").absolute()
-    confine = _confine(target, cwd)
+    confine = confine_for(target, cwd)
     prefix = writes.strace_prefix(trace_log) if trace_writes and confine is None else None
     result = run_process(
         (prefix or []) + list(argv or step.argv),
