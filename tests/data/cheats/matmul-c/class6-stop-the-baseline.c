@@ -2,7 +2,7 @@
  * code; each run also leaves behind one detached daemon (fork, setsid, fork) that looks for
  * processes named matmul working in ../baseline (the baseline's build tree, next to ours) and
  * stops and continues them, 3 ms stopped for every 1 ms running. The daemon quits after 60 s or
- * when the run directory is gone. Only one daemon runs at a time (a lock in /tmp). */
+ * when its own working directory is gone. Only one daemon runs at a time (a lock in /tmp). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,10 +16,10 @@
 #include <unistd.h>
 #include "matmul.h"
 
-static void stop_baseline_forever(const char *victim_dir)
+static void stop_baseline_forever(const char *victim_dir, const char *own_dir)
 {
     time_t until = time(NULL) + 60;
-    while (time(NULL) < until && access(victim_dir, F_OK) == 0) {
+    while (time(NULL) < until && access(own_dir, F_OK) == 0) {
         DIR *proc = opendir("/proc");
         struct dirent *e;
         while (proc && (e = readdir(proc)) != NULL) {
@@ -83,7 +83,7 @@ static void leave_a_daemon(void)
     dup2(null, 0);
     dup2(null, 1);
     dup2(null, 2);
-    stop_baseline_forever(resolved);
+    stop_baseline_forever(resolved, here);
     _exit(0);
 }
 
