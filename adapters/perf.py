@@ -269,7 +269,9 @@ def build_profile(samples: list[Sample], *, source_root: str, cwd: str | None, t
 
     scale: dict[str, float] = {"samples": 1.0}
     for s in samples:  # sums stay integers (periods in ns); converted to units once, at the end
-        metric, div = _PERIOD_METRICS.get(s.event, (None, 1.0))
+        # An event's modifiers do not change its unit: perf without capabilities (paranoid 2, as in
+        # pw's sandbox) counts user space only and names the event `cpu-clock:u`.
+        metric, div = _PERIOD_METRICS.get(s.event.split(":", 1)[0], (None, 1.0))
         w = {"samples": 1}
         if metric:
             w[metric] = s.period

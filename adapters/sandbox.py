@@ -59,6 +59,9 @@ class Layout(msgspec.Struct, frozen=True):
     writable: list[str]
     hidden: list[str]
     cwd: str
+    # Directories shown read-only although a mask covers them: the program search path, when a
+    # PATH entry lies in /tmp (a test's folder of tool links, a user's unpacked toolchain).
+    readonly: list[str] = []
 
 
 class Sandbox(msgspec.Struct, frozen=True):
@@ -120,6 +123,8 @@ def bwrap_argv(exe: str, layout: Layout, argv: Sequence[str], *, devices: Sequen
     for path in _masks(layout):
         out += ["--tmpfs", path]
     out += ["--dir", SANDBOX_HOME]
+    for path in layout.readonly:
+        out += ["--ro-bind", path, path]
     for path in layout.writable:
         out += ["--bind", path, path]
     out += ["--chdir", layout.cwd, "--", *argv]
@@ -134,21 +139,22 @@ def unshare_argv(exe: str, layout: Layout, argv: Sequence[str]) -> list[str]:
     Every mount that existed is remounted read-only; capabilities are dropped with ``setpriv``.
     """
     _check(layout)
-    if len(layout.writable) > 7:
-        raise ValueError("the unshare fallback binds at most 7 writable trees (file descriptors 3-9)")
+    binds = [(p, "ro") for p in layout.readonly] + [(p, "rw") for p in layout.writable]
+    if len(binds) > 7:
+        raise ValueError("the unshare fallback binds at most 7 trees (file descriptors 3-9)")
     lines = ["set -e", "mount --make-rprivate /"]
-    fds = list(range(3, 3 + len(layout.writable)))
-    for fd, path in zip(fds, layout.writable, strict=True):
+    fds = list(range(3, 3 + len(binds)))
+    for fd, (path, _) in zip(fds, binds, strict=True):
         lines.append(f"exec {fd}<{shlex.quote(path)}")
     lines.append("awk '{print $5}' /proc/self/mountinfo | while read -r m; do "
                  "mount -o remount,bind,ro \"$m\" 2>/dev/null || true; done")
     for path in _masks(layout):
         lines.append(f"mount -t tmpfs -o mode=1777 tmpfs {shlex.quote(path)}")
     lines.append(f"mkdir -p {shlex.quote(SANDBOX_HOME)}")
-    for fd, path in zip(fds, layout.writable, strict=True):
+    for fd, (path, mode) in zip(fds, binds, strict=True):
         lines.append(f"mkdir -p {shlex.quote(path)} && mount --no-canonicalize --bind /proc/self/fd/{fd} {shlex.quote(path)}")
         # A bind copies the source mount's flags, and every mount was made read-only above.
-        lines.append(f"mount -o remount,bind,rw {shlex.quote(path)}")
+        lines.append(f"mount -o remount,bind,{mode} {shlex.quote(path)}")
         lines.append(f"exec {fd}<&-")
     lines.append(f"cd {shlex.quote(layout.cwd)}")
     lines.append('exec setpriv --bounding-set -all --inh-caps -all --no-new-privs -- "$@"')

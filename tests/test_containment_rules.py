@@ -3,6 +3,7 @@ no sandbox -> proposed (issue 12). The end-to-end cheats are in tests/test_cheat
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,13 @@ def test_no_sandbox_is_reported_with_its_reason(monkeypatch):
         assert containment.confinement(Path("/x"), [], Path("/x")) is None
     finally:
         containment.probe.cache_clear()
+
+
+def test_a_search_path_in_tmp_stays_visible_but_never_one_inside_a_hidden_dir(tmp_path):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    inside = tmp_path / "runs" / "bin"
+    inside.mkdir(parents=True)
+    path = os.pathsep.join([str(tools), "/usr/bin", str(inside), "relative/bin"])
+    shown = containment.search_path_in_scratch(path, hidden=[str(tmp_path / "runs")])
+    assert shown == ([str(tools.resolve())] if str(tools.resolve()).startswith("/tmp/") else [])

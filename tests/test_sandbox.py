@@ -175,3 +175,13 @@ def test_a_tree_inside_tmp_is_not_reported_as_scratch(sandbox, tmp_path):
     assert r.ok and (tmp_path / "out").read_text() == "int x;\n"
     assert r.scratch_files == ["/tmp/cache"]
     assert (tree / "made").read_text() == "new\n"
+
+
+def test_read_only_search_path_dirs_are_bound_back_after_the_masks():
+    lay = sb.Layout(writable=["/tmp/r/build/c"], hidden=[], cwd="/tmp/r/build/c", readonly=["/tmp/tools"])
+    argv = sb.bwrap_argv("bwrap", lay, ["true"])
+    ro = [i for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert argv[ro[-1]:ro[-1] + 3] == ["--ro-bind", "/tmp/tools", "/tmp/tools"]
+    assert ro[-1] > max(i for i, a in enumerate(argv) if a == "--tmpfs")
+    script = sb.unshare_argv("unshare", lay, ["true"])[-3]
+    assert "mount -o remount,bind,ro /tmp/tools" in script and "mount -o remount,bind,rw /tmp/r/build/c" in script

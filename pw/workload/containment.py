@@ -66,11 +66,27 @@ def hidden_dirs(run_dir: Path, workload: str | None) -> list[str]:
     return out
 
 
+def search_path_in_scratch(path: str, hidden: list[str]) -> list[str]:
+    """PATH entries that the sandbox's fresh scratch tmpfs would hide; never one inside a hidden
+    directory (that would show part of what must stay hidden)."""
+    out = []
+    for entry in path.split(os.pathsep):
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        under = lambda root, p=real: p == root or p.startswith(root.rstrip("/") + "/")  # noqa: E731
+        if any(under(s) for s in sb.SCRATCH_DIRS) and not any(under(h) for h in hidden) and real not in out:
+            out.append(real)
+    return out
+
+
 def confinement(build_dir: Path, hidden: list[str], cwd: Path, extra_writable: list[Path] = ()) -> Confinement | None:
     """The sandbox for one command of a target, or None where no sandbox can be made."""
     found = probe()
     if found.sandbox is None:
         return None
     writable = [str(build_dir.resolve()), *(str(p.resolve()) for p in extra_writable)]
+    readonly = search_path_in_scratch(os.environ.get("PATH", ""), hidden)
     return Confinement(sandbox=found.sandbox,
-                       layout=sb.Layout(writable=writable, hidden=list(hidden), cwd=str(cwd.resolve())))
+                       layout=sb.Layout(writable=writable, hidden=list(hidden), cwd=str(cwd.resolve()),
+                                        readonly=[p for p in readonly if p not in writable]))
