@@ -10,7 +10,7 @@ import pytest
 
 from adapters.process import ProcessResult
 from ledger.contract import Contract, Metric, Oracle, Source, Step
-from ledger.events import FaultRecorded
+from ledger.events import FaultRecorded, TimingConditions
 from pw.rules.gates import evaluate_gates
 from pw.rules.judge import _uncontained
 from pw.rules.verdict import reach_verdict
@@ -103,9 +103,12 @@ def test_no_sandbox_caps_an_otherwise_verified_candidate_at_proposed():
 
 
 def test_the_campaign_condition_says_whether_runs_were_contained():
-    assert _uncontained({"sandbox": "bwrap (bubblewrap 0.8.0)"}) is None
-    assert _uncontained({}) is None  # a campaign recorded before the sandbox existed
-    assert _uncontained({"sandbox": "none: bwrap: not installed; unshare: exited 1"}) == \
+    def cond(sandbox: str) -> TimingConditions:
+        return TimingConditions(host="h", argv=["./w"], sandbox=sandbox)
+
+    assert _uncontained(cond("bwrap (bubblewrap 0.8.0)")) is None
+    assert _uncontained(cond("")) is None and _uncontained(None) is None  # recorded before the sandbox
+    assert _uncontained(cond("none: bwrap: not installed; unshare: exited 1")) == \
         "bwrap: not installed; unshare: exited 1"
 
 

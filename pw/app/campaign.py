@@ -44,6 +44,18 @@ def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
+def _pair_mismatch(contract: Contract, cand: execute.RunOutcome, base: execute.RunOutcome, argv: list[str],
+                   i: int) -> str | None:
+    """Why the candidate's output in pair i differs from the baseline's on the same fresh input."""
+    from pw.workload.differential import compare_outputs
+
+    cmp = compare_outputs(contract, cand, base)
+    if cmp.passed and cmp.lines > 0:
+        return None
+    why = cmp.detail if not cmp.passed else "both outputs are empty, nothing was compared"
+    return f"pair {i + 1} on fresh input `{' '.join(argv)}`: the candidate's output differs from the baseline's: {why}"
+
+
 def run_pairs(
     contract: Contract,
     baseline: execute.Target,
@@ -55,15 +67,23 @@ def run_pairs(
     exploratory: bool,
     host: str,
     scratch: Path,
-    tool_versions: str,
+    tool_versions: dict[str, str],
     progress: Callable[[str], None] = lambda _m: None,
     checks: dict[str, RunChecks] | None = None,
+    input_seed: int | None = None,
 ) -> CampaignResult:
+    """With ``input_seed`` and a generator matching the timed argv, pair i runs its own fresh input
+    (the timed argv with a new seed, ``pw.workload.holdouts.draw_pair_inputs``) in both arms, and
+    the candidate's output must match the baseline's in that pair: no timed run is predictable or
+    unchecked. The seed and the inputs are recorded in the conditions."""
     from pw.stats import interleaved_order
+    from pw.workload.holdouts import draw_pair_inputs
 
     order = list(interleaved_order(pairs, seed))
+    pair_inputs = draw_pair_inputs(contract, input_seed, pairs) if input_seed is not None else None
     base_bin_before = execute.binary_digest(baseline)
     cand_bin_before = execute.binary_digest(candidate)
+    inputs = {t.label: execute.inputs_digest(contract, t) for t in (baseline, candidate)}
     arms = {"A": baseline, "B": candidate}
     values: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
@@ -73,9 +93,12 @@ def run_pairs(
     candidate_differs: list[tuple[str, str]] = []  # (stream, message), judged once the campaign is over
     for i, pair in enumerate(order):
         progress(f"pair {i + 1}/{pairs} ({pair})")
+        argv = pair_inputs[i] if pair_inputs is not None else None
+        outs = {}
         for arm in pair:
             target = arms[arm]
-            out = execute.run_once(contract, target, scratch, tag=f"pair-{i}-{arm}")
+            out = execute.run_once(contract, target, scratch, argv=argv, tag=f"pair-{i}-{arm}")
+            outs[arm] = out
             failure = execute.classify(out)
             if failure is not None or out.value is None:
                 message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
@@ -96,6 +119,8 @@ def run_pairs(
                 fault = ev.FaultRecorded(stage=purpose, target=target.label, failure_class="caught",
                                          message=f"{where}: " + "; ".join(found))
                 return CampaignResult(None, fault, side_effects)
+            if argv is not None:
+                continue  # a fresh input: compared with the baseline's output in the same pair, below
             seen = output_check.Observed(stdout=out.stdout, stderr=out.stderr, output_file=out.output_file)
             for stream, detail in output_check.differences(contract, seen, chk.expected):
                 if target is baseline:
@@ -103,6 +128,12 @@ def run_pairs(
                 else:
                     candidate_differs.append((stream, f"{where}, {stream}: differs from its oracle-checked "
                                                       f"output ({detail})"))
+        if argv is not None:
+            differs = _pair_mismatch(contract, outs["B"], outs["A"], argv, i)
+            if differs is not None:
+                fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="oracle-failed",
+                                         message=differs)
+                return CampaignResult(None, fault, side_effects)
     blamed = [msg for stream, msg in candidate_differs if stream not in baseline_differs]
     if blamed:
         fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="output-mismatch",
@@ -113,23 +144,24 @@ def run_pairs(
         samples[label] = values[label]
         samples[f"{label}:wall_s"] = walls[label]
         samples[f"{label}:max_rss_kb"] = rss[label]
-    conditions = {
-        "host": host,
-        "argv": " ".join(contract.run.argv),
-        "metric": contract.metric.kind,
-        "tool_versions": tool_versions,
-        "baseline_binary_before": base_bin_before,
-        "baseline_binary_after": execute.binary_digest(baseline),
-        "candidate_binary_before": cand_bin_before,
-        "candidate_binary_after": execute.binary_digest(candidate),
-        "side_effects": "; ".join(sorted(set(side_effects))),
-        "sandbox": containment.describe(),
-    }
-    if checks:
-        checked = [s for s in output_check.STREAMS if s not in baseline_differs]
-        conditions["output_checks"] = ", ".join(checked) or "none"
-        if baseline_differs:
-            conditions["unchecked_streams"] = ", ".join(sorted(baseline_differs)) + " (the baseline's own runs differ)"
+    conditions = ev.TimingConditions(
+        host=host,
+        argv=list(contract.run.argv),
+        metric=contract.metric.kind,
+        tool_versions=tool_versions,
+        arms={
+            baseline.label: ev.TimedArm(binary_before=base_bin_before, binary_after=execute.binary_digest(baseline),
+                                        inputs_sha256=inputs[baseline.label]),
+            candidate.label: ev.TimedArm(binary_before=cand_bin_before, binary_after=execute.binary_digest(candidate),
+                                         inputs_sha256=inputs[candidate.label]),
+        },
+        side_effects=sorted(set(side_effects)),
+        input_seed=input_seed if pair_inputs is not None else None,
+        pair_inputs=[list(a) for a in pair_inputs] if pair_inputs is not None else [],
+        sandbox=containment.describe(),
+        output_checks=[s for s in output_check.STREAMS if s not in baseline_differs] if checks else [],
+        unchecked_streams=sorted(baseline_differs),
+    )
     timing = ev.TimingRecorded(
         purpose=purpose,
         targets=[baseline.label, candidate.label],
@@ -140,6 +172,5 @@ def run_pairs(
         seed=seed,
         exploratory=exploratory,
         conditions=conditions,
-        inputs_sha256=cand_bin_before,
     )
     return CampaignResult(timing, None, sorted(set(side_effects)))

@@ -16,8 +16,8 @@ import msgspec
 from ledger import events as ev
 from ledger.errors import RejectedCommand, WorkloadError
 from pw.app import campaign
+from pw.app.judging import judge_recorded
 from pw.app.run import RunHandle
-from pw.rules import judge
 from pw.workload import workspace
 
 
@@ -80,7 +80,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         else:
             state = handle.record(state, [result.timing])
             state = reprofile(handle, state, target, progress)
-    j = judge.judge_events(handle.ledger.events(), cid, handle.evidence)
+    j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
     if j.profile_diff is not None:
         handle.evidence.put(j.profile_diff)
     confirmed = ev.WinnerConfirmed(

@@ -8,11 +8,13 @@ Order of judgement, first match wins:
    failure only when its class is in ``REPAIRABLE_FAULTS``).
 2. **rejected** when the paired analysis says SLOWER (``slower:``) or SAME (``no-effect:``).
 3. **inconclusive** without an analysis, when it says INCONCLUSIVE, or for an exploratory campaign with
-   fewer pairs than the minimum (``inconclusive:``).
+   fewer pairs than the minimum (``inconclusive:``); and a FASTER candidate whose campaign's baseline
+   ran slower than at `pw start`, beyond noise (``baseline-shift:``; ``pw.stats.baseline_shift``).
 4. **verified** when all six gates of ``pw.rules.gates.GATE_NAMES`` are present and pass (one
    ``verified:`` reason summarising the speedup).
-5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and
-   ``no sandbox:`` when the runs could not be contained (the ceiling without a sandbox).
+5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and one
+   per ceiling: an oracle that compares nothing is no oracle (``no-oracle:``); runs that could not
+   be contained by a sandbox (``no sandbox:``).
 
 ``Verdict.repairable`` (recorded as ``VerdictReached.repairable``) is True only when a rule-1 failure
 that an edit can address was found: the agent may fix the workspace and evaluate again, spending one
@@ -39,6 +41,8 @@ SLOWER = "slower:"
 NO_EFFECT = "no-effect:"
 INCONCLUSIVE = "inconclusive:"
 UNCONTAINED = "no sandbox:"
+BASELINE_SHIFT = "baseline-shift:"
+NO_ORACLE = "no-oracle:"
 
 # Failures of the candidate's own program, which an edit can fix. The others (nondeterministic
 # baseline output, an unusable profiler) are about the workload or the host.
@@ -74,13 +78,17 @@ def reach_verdict(
     exploratory: bool,
     min_pairs: int = DEFAULT_MIN_PAIRS,
     timing_fault: FaultRecorded | None = None,
+    ceiling: Sequence[str] = (),
+    doubts: Sequence[str] = (),
     uncontained: str | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
-    ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did, or what the
-    candidate was caught at in a timed or profiled run. ``uncontained`` says why its runs had no
-    sandbox: the ceiling is then ``proposed``."""
+    ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did. ``doubts``
+    (the baseline itself ran slower than at start) make a FASTER candidate inconclusive; ``ceiling``
+    (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed, and so
+    does ``uncontained`` (why its runs had no sandbox). A ``timing_fault`` may also be what the
+    candidate was caught at in a timed or profiled run (``caught``, ``output-mismatch``)."""
     by_name = {g.name: g for g in gates}
     a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
 
@@ -110,6 +118,8 @@ def reach_verdict(
         return Verdict("inconclusive", [f"{INCONCLUSIVE} {_summary(a)}, verdict {verdict}"])
     if exploratory and n < min_pairs:
         return Verdict("inconclusive", [f"{INCONCLUSIVE} exploratory campaign, {n} pairs < {min_pairs}"])
+    if doubts:
+        return Verdict("inconclusive", [f"{BASELINE_SHIFT} {d}" for d in doubts])
 
     reasons = []
     for name in GATE_NAMES:
@@ -118,6 +128,7 @@ def reach_verdict(
             reasons.append(f"gate {name}: not evaluated")
         elif not g.passed:
             reasons.append(f"gate {name}: {g.detail}")
+    reasons += [f"{NO_ORACLE} {c}" for c in ceiling]
     if uncontained is not None:
         reasons.append(f"{UNCONTAINED} {uncontained}; a run outside a sandbox could have cached its result or "
                        "read the references, so the ceiling is proposed")
