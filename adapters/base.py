@@ -85,6 +85,10 @@ class CaptureRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     label: str = "baseline"
     env: dict[str, str] = {}
     timeout_s: float = 600.0
+    # An argv prefix that runs the tool, and with it the program, inside a sandbox
+    # (adapters.sandbox): the profiler is inside, so its samples are the program's alone, and
+    # the program sees what a timed run sees.
+    wrap: list[str] = []
 
 
 class Capture(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -108,7 +112,8 @@ class ToolRun(msgspec.Struct, frozen=True):
 
 
 def run_tool(argv: Sequence[str], *, timeout_s: float, cwd: str | None = None,
-             env: Mapping[str, str] | None = None, stdout_path: str | None = None) -> ToolRun:
+             env: Mapping[str, str] | None = None, stdout_path: str | None = None,
+             wrap: Sequence[str] = ()) -> ToolRun:
     """Run a tool via ``adapters.process.run_process``; raise CaptureError on timeout or launch failure.
 
     ``env`` is laid over the current environment. ``stdout`` goes to ``stdout_path`` when given (large
@@ -116,7 +121,7 @@ def run_tool(argv: Sequence[str], *, timeout_s: float, cwd: str | None = None,
     """
     with tempfile.TemporaryDirectory(prefix="pw-tool-") as tmp:
         out = Path(stdout_path) if stdout_path else Path(tmp, "stdout")
-        r = run_process(argv, cwd=cwd, env={**os.environ, **(env or {})}, timeout_s=timeout_s,
+        r = run_process([*wrap, *argv], cwd=cwd, env={**os.environ, **(env or {})}, timeout_s=timeout_s,
                         stdout_path=out, stderr_path=Path(tmp, "stderr"))
         if r.launch_error:
             raise CaptureError(f"cannot start {r.launch_error}")

@@ -123,7 +123,7 @@ class CallgrindAdapter(Adapter):
         stdout = os.path.join(req.out_dir, "stdout.txt")
         stderr = os.path.join(req.out_dir, "stderr.txt")
         cmd = [exe, *self._options(out, log), "--", *req.argv]
-        r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout)
+        r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
         with open(stderr, "wb") as f:
             f.write(r.stderr)
         if r.returncode != 0 or not os.path.exists(out):

@@ -1,6 +1,8 @@
 """A small launcher that runs one program and reports that program's own peak memory.
 
-Run as `python -I -S launch.py REPORT` with a JSON spec `{"argv": [...], "env": {...}}` on stdin.
+Run as `python -I -S launch.py REPORT_FD` with a JSON spec `{"argv": [...], "env": {...},
+"sandboxed": bool}` on stdin; the report goes to the inherited file descriptor REPORT_FD (a pipe
+the caller reads), so it works from inside a sandbox that shows the caller's directories to no one.
 
 Why it exists: Linux keeps a process's memory high-water mark across `execve`, and a child that
 Python forks (or vforks) starts from the parent's address space, so `wait4` reports
@@ -11,11 +13,18 @@ standard library); the program is spawned from it, so its floor is the launcher'
 of `pw`'s heap. The launcher also takes the wall time around spawn and wait, which leaves its own
 start-up (~40 ms) out of the measurement.
 
-The report (JSON, written to REPORT after the program ends) holds the wait status as
+The report (JSON, written to REPORT_FD after the program ends) holds the wait status as
 `subprocess` returns codes (minus the signal), the wall time, the peak RSS in KB, and
 `launch_error` when the program could not be executed. When the launcher itself is killed (a
 timeout kills the whole process group), no report is written and the caller falls back to what
 it saw.
+
+Inside a sandbox (`sandboxed`: its own PID namespace and fresh tmpfs scratch directories, see
+adapters/sandbox.py) the launcher also says what the program left behind once it exited: every
+process still alive in the namespace (work handed to a detached child, a daemon waiting for the
+next run) and every file in /tmp, /var/tmp, /dev/shm and HOME (a cache that would have outlived
+the run without the sandbox). The sandbox discards both when the launcher exits; the report is
+how pw learns that the program tried.
 
 Standard library only: `-I` leaves this package off `sys.path`.
 """
@@ -25,11 +34,16 @@ import os
 import sys
 import time
 
+_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+_MAX_LISTED = 20
+
 
 def main() -> None:
-    report_path = sys.argv[1]
+    report_fd = int(sys.argv[1])
     spec = json.loads(sys.stdin.buffer.read())
     argv, env = spec["argv"], spec["env"]
+    sandboxed = bool(spec.get("sandboxed"))
+    os.set_inheritable(report_fd, False)  # the program must not be able to write our report
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -42,20 +56,70 @@ def main() -> None:
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv or env
         reason = getattr(exc, "strerror", None) or exc
         os.write(2, f"cannot launch {argv[0]!r}: {reason}\n".encode())  # the program's log says why
-        _write_report(report_path, {"returncode": 127, "wall_s": 0.0, "max_rss_kb": 0,
-                                    "launch_error": f"{argv[0]}: {reason}"})
+        _write_report(report_fd, {"returncode": 127, "wall_s": 0.0, "max_rss_kb": 0,
+                                  "launch_error": f"{argv[0]}: {reason}"})
         return
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
-    _write_report(report_path, {"returncode": os.waitstatus_to_exitcode(status), "wall_s": wall,
-                                "max_rss_kb": usage.ru_maxrss, "launch_error": None})
+    report = {"returncode": os.waitstatus_to_exitcode(status), "wall_s": wall,
+              "max_rss_kb": usage.ru_maxrss, "launch_error": None}
+    if sandboxed:
+        report["leftover_processes"] = _leftover_processes()
+        report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")], spec.get("own_trees", []))
+    _write_report(report_fd, report)
 
 
-def _write_report(path: str, report: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(report, f)
-    os.replace(tmp, path)
+def _ancestors() -> set[int]:
+    """This launcher and the processes above it (the sandbox's init): not the program's doing."""
+    out, pid = set(), os.getpid()
+    while pid > 0 and pid not in out:
+        out.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def _leftover_processes() -> list[str]:
+    """'PID NAME' of every live process in this PID namespace besides us and our ancestors.
+
+    Zombies are skipped: an exited child that nobody has reaped yet does no work.
+    """
+    mine, out = _ancestors(), []
+    for entry in sorted(os.listdir("/proc"), key=lambda e: (len(e), e)):
+        if not entry.isdigit() or int(entry) in mine:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # it exited while we looked
+        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
+        if rest[:1] not in ("Z", "X"):
+            out.append(f"{entry} {name}")
+    return out[:_MAX_LISTED]
+
+
+def _scratch_files(roots: list[str], own_trees: list[str]) -> list[str]:
+    """Files (and links) the program left in the sandbox's scratch tmpfs, sorted, at most a few.
+    Its own trees (bound back inside /tmp when the run directory is there) are not scratch."""
+    found: list[str] = []
+    skip = {os.path.normpath(t) for t in own_trees}
+    for root in sorted({r for r in roots if r}):
+        for dirpath, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if os.path.join(dirpath, d) not in skip)
+            found += [os.path.join(dirpath, name) for name in sorted(files)]
+            found += [os.path.join(dirpath, d) for d in dirs if os.path.islink(os.path.join(dirpath, d))]
+    return sorted(set(found))[:_MAX_LISTED]
+
+
+def _write_report(fd: int, report: dict) -> None:
+    data = json.dumps(report).encode()
+    while data:
+        data = data[os.write(fd, data):]
+    os.close(fd)
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ class PerfAdapter(Adapter):
         record = [exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache", "-e", self.event,
                   "-F", str(self.frequency), "--call-graph", self.call_graph, "-o", data,
                   "--", *req.argv]
-        rec = run_tool(record, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout)
+        rec = run_tool(record, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
         stderr = os.path.join(req.out_dir, "stderr.txt")
         with open(stderr, "wb") as f:
             f.write(rec.stderr)
@@ -269,7 +269,9 @@ def build_profile(samples: list[Sample], *, source_root: str, cwd: str | None, t
 
     scale: dict[str, float] = {"samples": 1.0}
     for s in samples:  # sums stay integers (periods in ns); converted to units once, at the end
-        metric, div = _PERIOD_METRICS.get(s.event, (None, 1.0))
+        # An event's modifiers do not change its unit: perf without capabilities (paranoid 2, as in
+        # pw's sandbox) counts user space only and names the event `cpu-clock:u`.
+        metric, div = _PERIOD_METRICS.get(s.event.split(":", 1)[0], (None, 1.0))
         w = {"samples": 1}
         if metric:
             w[metric] = s.period

@@ -4,16 +4,23 @@ This is the one process runner of the project: the workload steps (``pw.workload
 ``pw.workload.correctness``) and the profiler adapters (``adapters.base.run_tool``) both go through it. It
 lives in ``adapters/`` because adapters may import only ``ledger``, while ``pw`` may import adapters.
 
-Output goes to files, never pipes, so a chatty program can neither deadlock us nor fill our memory.
+The program's stdout and stderr are pipes, drained by two threads into files, so a chatty program
+can neither deadlock us nor fill our memory, and every run looks the same from inside: a pipe has
+no name that says "timed run" or "oracle run" (a file's path in /proc/self/fd would).
 On timeout the whole process group is killed (SIGTERM, a short grace, then SIGKILL), so a hang that
 forked children, even ones that ignore SIGTERM, leaves nothing behind; after a normal exit anything
 the program left running in its group is killed too. ``os.wait4`` gives the child's own peak
 memory, which the no-collateral gate compares. A program that fails, crashes or cannot be launched
 is recorded in the result, never raised.
+
+With ``sandbox`` the command runs inside ``adapters.sandbox`` (a new PID namespace, a read-only
+system, only its own tree writable); with the launcher inside too, the launcher reports what the
+program left behind (``leftover_processes``, ``scratch_files``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -25,7 +32,12 @@ from pathlib import Path
 
 import msgspec
 
+from adapters import sandbox as sb
+
 _KILL_GRACE_S = 0.5
+# After the program exits, how long to wait for its output pipes to close: a process that escaped
+# the group (no sandbox) may hold them open; its output after this is not read.
+_DRAIN_GRACE_S = 2.0
 _LAUNCHER = Path(__file__).with_name("launch.py")
 
 
@@ -41,6 +53,11 @@ class ProcessResult(msgspec.Struct, frozen=True):
     max_rss_kb: int
     stdout_path: str
     stderr_path: str
+    # Reported by the launcher in a sandbox: live processes left in the run's PID namespace after
+    # the program exited, and files left in its scratch tmpfs (/tmp, /var/tmp, /dev/shm, HOME).
+    leftover_processes: list[str] = []
+    scratch_files: list[str] = []
+    sandboxed: bool = False
 
     @property
     def ok(self) -> bool:
@@ -78,6 +95,13 @@ def _kill_leftovers(pgid: int) -> None:
         pass
 
 
+class Confinement(msgspec.Struct, frozen=True):
+    """Where a command runs: a working sandbox and what it shows (see ``adapters.sandbox``)."""
+
+    sandbox: sb.Sandbox
+    layout: sb.Layout
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -87,6 +111,7 @@ def run_process(
     stdout_path: Path,
     stderr_path: Path,
     own_peak_rss: bool = False,
+    confine: Confinement | None = None,
 ) -> ProcessResult:
     """Run argv to completion or timeout; never raises for a failing program, only records it.
 
@@ -97,24 +122,30 @@ def run_process(
     program's own peak (a few MB of launcher floor) rather than at least this process's peak,
     which Linux carries into any child exec'd straight from it; ``wall_s`` is then the
     launcher's fork-to-wait time. Timed and oracle runs use it; builds and tools need not.
+
+    With ``confine`` the command (the launcher with it) runs in that sandbox, its working directory
+    ``confine.layout.cwd``; HOME and TMPDIR are the sandbox's own. The launcher inside times the
+    program alone, so the sandbox's set-up cost is not in ``wall_s``.
     """
     argv = list(argv)
     for path in (stdout_path, stderr_path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    # Absolute: the launcher writes it from the program's working directory.
-    report = stdout_path.absolute().with_name(f".{stdout_path.name}.launch.json") if own_peak_rss else None
-    if report is not None:
-        report.unlink(missing_ok=True)
+    if confine is not None:
+        env = sb.environment(dict(os.environ if env is None else env))
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.perf_counter()
         try:
-            proc = _popen(argv, cwd=cwd, env=env, out=out, err=err, report=report)
+            proc, report_r = _popen(argv, cwd=cwd, env=env, launcher=own_peak_rss, confine=confine)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv/env, '=' in an env name
             reason = getattr(exc, "strerror", None) or exc
             err.write(f"cannot launch {argv[0]!r}: {reason}\n".encode())
             return ProcessResult(
                 argv, None, None, False, f"{argv[0]}: {reason}", 0.0, 0, str(stdout_path), str(stderr_path)
             )
+        drains = [_drain(proc.stdout, out), _drain(proc.stderr, err)]
+        report_box: list[bytes] = []
+        if report_r is not None:
+            drains.append(_drain(report_r, report_box))
         fired = threading.Event()
         reaped = threading.Event()
 
@@ -137,12 +168,17 @@ def run_process(
         proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped by us
         _kill_leftovers(proc.pid)
         timer.join()  # a firing timer has stopped signalling once `reaped` is set
+        for t in drains:
+            t.join(_DRAIN_GRACE_S)
     code, rss, launch_error = proc.returncode, int(usage.ru_maxrss), None
-    measured = _read_report(report) if report is not None else None
+    measured = _decode_report(b"".join(report_box)) if report_r is not None else None
+    extra: dict = {"sandboxed": confine is not None}
     if measured is not None:
         code, wall, rss, launch_error = measured.returncode, measured.wall_s, measured.max_rss_kb, measured.launch_error
+        extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files)
     if launch_error is not None:
-        return ProcessResult(argv, None, None, False, launch_error, 0.0, 0, str(stdout_path), str(stderr_path))
+        return ProcessResult(argv, None, None, False, launch_error, 0.0, 0, str(stdout_path), str(stderr_path),
+                             sandboxed=confine is not None)
     return ProcessResult(
         argv=argv,
         exit_code=code if code >= 0 else None,
@@ -153,7 +189,24 @@ def run_process(
         max_rss_kb=rss,
         stdout_path=str(stdout_path),
         stderr_path=str(stderr_path),
+        **extra,
     )
+
+
+def _drain(pipe, sink) -> threading.Thread:
+    """Copy a pipe to a file (or append its chunks to a list) until EOF, in a daemon thread."""
+
+    def copy() -> None:
+        with pipe:
+            while chunk := pipe.read1(1 << 16) if hasattr(pipe, "read1") else pipe.read(1 << 16):
+                if isinstance(sink, list):
+                    sink.append(chunk)
+                else:
+                    sink.write(chunk)
+
+    t = threading.Thread(target=copy, daemon=True)
+    t.start()
+    return t
 
 
 class _LaunchReport(msgspec.Struct, frozen=True):
@@ -163,34 +216,48 @@ class _LaunchReport(msgspec.Struct, frozen=True):
     wall_s: float
     max_rss_kb: int
     launch_error: str | None
+    leftover_processes: list[str] = []
+    scratch_files: list[str] = []
 
 
-def _popen(argv: list[str], *, cwd, env, out, err, report: Path | None) -> subprocess.Popen:
+def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | None):
+    """Start the command; returns the process and, with the launcher, the read end of its report pipe."""
     env = None if env is None else dict(env)
-    if report is None:
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)  # start_new_session: pgid == pid
+    common = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # pgid == pid
+    if confine is not None:
+        cwd = None  # the sandbox changes directory itself (--chdir), to a path only it may see
+    if not launcher:
+        full = sb.wrap(confine.sandbox, confine.layout, argv) if confine is not None else argv
+        return subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, **common), None
     if not argv or any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in (env or {}).items()):
         raise ValueError("argv and environment may not contain NUL bytes (or '=' in a variable name)")
-    proc = subprocess.Popen([sys.executable, "-I", "-S", str(_LAUNCHER), str(report)], cwd=cwd, env=env,
-                            stdout=out, stderr=err, stdin=subprocess.PIPE, start_new_session=True)
-    spec = msgspec.json.encode({"argv": argv, "env": env if env is not None else dict(os.environ)})
+    # The report fd is 10 or above: the unshare fallback's script uses 3-9 for itself.
+    r, w = os.pipe()
+    report_fd = fcntl.fcntl(w, fcntl.F_DUPFD, 10)
+    os.close(w)
+    inner = [sys.executable, "-I", "-S", str(_LAUNCHER), str(report_fd)]
+    full = sb.wrap(confine.sandbox, confine.layout, inner) if confine is not None else inner
+    try:
+        proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.PIPE, pass_fds=(report_fd,), **common)
+    finally:
+        os.close(report_fd)
+    spec = msgspec.json.encode({"argv": argv, "env": env if env is not None else dict(os.environ),
+                                "sandboxed": confine is not None,
+                                "own_trees": list(confine.layout.writable) if confine is not None else []})
     try:
         proc.stdin.write(spec)
         proc.stdin.close()
     except BrokenPipeError:
         pass  # the launcher died at once; its wait status says how
-    return proc
+    return proc, os.fdopen(r, "rb")
 
 
-def _read_report(path: Path) -> _LaunchReport | None:
+def _decode_report(data: bytes) -> _LaunchReport | None:
     """The launcher's report, or None when it wrote none (killed with its group on a timeout)."""
     try:
-        return msgspec.json.decode(path.read_bytes(), type=_LaunchReport)
-    except (FileNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+        return msgspec.json.decode(data, type=_LaunchReport)
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    finally:
-        path.unlink(missing_ok=True)
 
 
 def describe(result: ProcessResult, timeout_s: float) -> str:

@@ -145,7 +145,7 @@ class PySpyAdapter(Adapter):
         stdout = os.path.join(req.out_dir, "stdout.txt")
         stderr = os.path.join(req.out_dir, "stderr.txt")
         cmd = [*self._record(exe, out), "--", *req.argv]
-        r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout)
+        r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
         with open(stderr, "wb") as f:
             f.write(r.stderr)
         if r.returncode != 0 or not os.path.exists(out):

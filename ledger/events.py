@@ -96,6 +96,11 @@ FailureClass = Literal[
     "crashed",
     "nondeterministic-output",
     "profiler-unusable",
+    # Caught (issue 12): a run left something for the next one (a file in or outside its tree, a
+    # process still running), or a timed or profiled run's output differs from the oracle-checked
+    # output. Never repairable: the verdict is rejected with what it did.
+    "caught",
+    "output-mismatch",
 ]
 
 
@@ -123,6 +128,10 @@ class PreflightCompleted(Payload, frozen=True):
     python: str
     gpu: str | None
     profilers: list[ProfilerProbe]
+    # The sandbox every target's code runs in ("bwrap (bubblewrap 0.8.0)"), or None with the
+    # reasons none could be made (the verdict's ceiling is then `proposed`).
+    sandbox: str | None = None
+    sandbox_reasons: list[str] = []
 
 
 class BuildFinished(Payload, frozen=True):
@@ -147,6 +156,12 @@ class OracleChecked(Payload, frozen=True):
     run: StepOutcome | None = None
     output_sha256: str | None = None
     outside_writes: list[str] = []  # files the traced oracle run wrote outside its workspace
+    # What the oracle run left for the next run, in words (pw.workload.steps.left_behind): a
+    # candidate is caught for what it leaves beyond the baseline's own list.
+    left_behind: list[str] = []
+    # The oracle-checked run's stderr and declared output file, for the per-run output checks.
+    stderr_sha256: str | None = None
+    output_file_sha256: str | None = None
     # What the comparison covered, in words ("stdout: 720 lines, 518400 fields, rtol=1e-09 ...");
     # None for events recorded before it was said.
     compared: str | None = None
@@ -202,6 +217,13 @@ class TimingConditions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     # and the argv each pair ran (both arms the same), so an audit knows what was compared.
     input_seed: int | None = None
     pair_inputs: list[list[str]] = []
+    # The sandbox every run ran in ("bwrap (bubblewrap 0.8.0)"), or "none: <why>" (the verdict's
+    # ceiling is then `proposed`); "" for timings recorded before the sandbox existed.
+    sandbox: str = ""
+    # Which streams every timed run was checked on against its oracle-checked output, and which
+    # were left unchecked because the baseline's own runs do not reproduce them.
+    output_checks: list[str] = []
+    unchecked_streams: list[str] = []
 
 
 class TimingRecorded(Payload, frozen=True):

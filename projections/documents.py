@@ -57,6 +57,9 @@ class PreflightDoc(msgspec.Struct, frozen=True):
     build: ev.BuildFinished | None
     oracle: ev.OracleChecked | None
     baseline_variation: Variation | None
+    # The sandbox every target's code runs in, or None with why none could be made.
+    sandbox: str | None = None
+    sandbox_reasons: list[str] = []
 
 
 def experiment_plan(state: RunState) -> ExperimentPlan | None:
@@ -116,6 +119,8 @@ def preflight(state: RunState) -> PreflightDoc | None:
         build=state.builds.get("baseline"),
         oracle=oracle,
         baseline_variation=variation,
+        sandbox=pf.sandbox if pf else None,
+        sandbox_reasons=list(pf.sandbox_reasons) if pf else [],
     )
 
 

@@ -92,6 +92,9 @@ def _caveats(state: RunState, base: dict[str, Any]) -> list[str]:
     if base.get("cv") is not None and base["cv"] > 0.05:
         out.append(f"The baseline varies {100 * base['cv']:.1f}% run to run: small effects need many pairs.")
     pf = state.preflight
+    if pf is not None and pf.sandbox is None and pf.sandbox_reasons:
+        out.append("No sandbox could be made (" + "; ".join(pf.sandbox_reasons) + "): candidates' runs were not "
+                   "contained, so no verdict can be better than proposed.")
     for p in pf.profilers if pf else []:
         if p.usable and p.mode:
             out.append(f"{p.name}: {p.mode} ({p.reason}).")

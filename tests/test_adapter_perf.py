@@ -140,3 +140,11 @@ def test_capture_overhead_is_bounded(tmp_path):
                                                out_dir=str(tmp_path / "o")))
     assert cap.wall_s < native + 3.0, (cap.wall_s, native)
     assert os.path.getsize(cap.artifacts["perf-script.txt"]) > 0
+
+
+def test_a_user_only_event_keeps_its_unit():
+    """perf without capabilities (pw's sandbox, perf_event_paranoid 2) names the event cpu-clock:u."""
+    user_only = SCRIPT.replace("cpu-clock: ", "cpu-clock:u: ")
+    prof = PerfAdapter().normalize({"perf-script.txt": user_only.encode()}, "/src", "t")
+    assert prof.totals == {"cpu_time_s": pytest.approx(0.004001001), "samples": 3.0}
+    assert prof.primary_metric == "cpu_time_s"

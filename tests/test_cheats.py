@@ -106,16 +106,14 @@ def test_output_wrong_only_on_unpublished_seeds_fails_its_timed_pair(matmul_temp
 
 
 @pytest.mark.slow
-def test_cache_file_across_runs_fails_correctness(matmul_template, tmp_path):
-    """Caches C in ./.matmul-cache-720-1.bin: each run starts without it (removed and reported),
-    so there is no speedup to gain, and the correctness gate names the file left behind."""
+def test_cache_file_across_runs_is_rejected_naming_the_file(matmul_template, tmp_path):
+    """Caches C in ./.matmul-cache-720-1.bin: the oracle run already leaves it in its tree, which
+    the baseline's does not, so it is caught and rejected with the file named (issue 12, class 8:
+    before, this was `inconclusive` with a reason that never mentioned the cache)."""
     run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "cache-file.patch")
-    assert out["status"] != "verified"
-    corr = gate(out, "correctness")
-    assert not corr["passed"]
-    assert "runs changed their tree" in corr["detail"] and ".matmul-cache-720-1.bin" in corr["detail"]
-    if out["status"] == "proposed":  # significance passed by chance: correctness still blocks it
-        assert any(r.startswith("gate correctness:") for r in out["reasons"])
+    assert out["status"] == "rejected"
+    assert "created .matmul-cache-720-1.bin in its tree" in out["reasons"][0]
+    assert not gate(out, "correctness")["passed"]
     # The cache never survived into the next run: nothing of it is left in the build tree.
     assert not list((run / "build" / "c").glob(".matmul-cache-*"))
 

@@ -35,3 +35,16 @@ def test_doctor_lists_every_registered_adapter(capsys):
     assert main(["doctor", "--json"]) == 0
     names = {r["adapter"] for r in json.loads(capsys.readouterr().out)["adapters"]}
     assert names == {s.name for s in installed_specs()}
+
+
+def test_doctor_says_which_sandbox_contains_the_runs(capsys):
+    from adapters import sandbox as sb
+
+    assert main(["doctor", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["sandbox"]
+    probe = sb.probe()
+    assert found["usable"] == (probe.sandbox is not None)
+    if probe.sandbox is not None:
+        assert found["tool"] == probe.sandbox.tool and found["description"].startswith(probe.sandbox.tool)
+    else:
+        assert found["description"].startswith("none: ") and found["reasons"]

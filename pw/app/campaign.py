@@ -2,6 +2,12 @@
 
 Before the first pair and after the last, both built trees are hashed, so a binary swapped or
 rebuilt during the campaign (or a stale one) shows up as a mismatch with what was built.
+
+Both arms run in the identical sandbox (pw.workload.containment), so timing stays symmetric. With
+``checks``, no timed run goes unchecked: each run's outputs must equal its target's oracle-checked
+output (pw.workload.output_check), and a candidate run that leaves anything for the next run
+beyond what the baseline leaves (a file in or outside its tree, a process) is caught. Either
+fails the campaign with a fault naming the pair, the arm and the stream.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.contract import Contract
+from pw.workload import containment, output_check
 from pw.workload import steps as execute
 
 
@@ -21,6 +28,14 @@ class CampaignResult(msgspec.Struct, frozen=True):
     timing: ev.TimingRecorded | None
     failure: ev.FaultRecorded | None
     side_effects: list[str]
+
+
+class RunChecks(msgspec.Struct, frozen=True):
+    """What every timed run of one target is checked against. ``allowed``: what its runs may leave
+    behind (the baseline's own list); None for the baseline itself, which is never blamed."""
+
+    expected: output_check.Expected
+    allowed: list[str] | None = None
 
 
 def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:
@@ -54,6 +69,7 @@ def run_pairs(
     scratch: Path,
     tool_versions: dict[str, str],
     progress: Callable[[str], None] = lambda _m: None,
+    checks: dict[str, RunChecks] | None = None,
     input_seed: int | None = None,
 ) -> CampaignResult:
     """With ``input_seed`` and a generator matching the timed argv, pair i runs its own fresh input
@@ -73,6 +89,8 @@ def run_pairs(
     walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     rss: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     side_effects: list[str] = []
+    baseline_differs: set[str] = set()  # streams the baseline itself does not reproduce
+    candidate_differs: list[tuple[str, str]] = []  # (stream, message), judged once the campaign is over
     for i, pair in enumerate(order):
         progress(f"pair {i + 1}/{pairs} ({pair})")
         argv = pair_inputs[i] if pair_inputs is not None else None
@@ -93,12 +111,34 @@ def run_pairs(
             walls[target.label].append(round(out.process.wall_s, 9))
             rss[target.label].append(float(out.process.max_rss_kb))
             side_effects.extend(f"{target.label}: {s}" for s in out.side_effects)
+            chk = (checks or {}).get(target.label)
+            if chk is None:
+                continue
+            where = f"pair {i + 1}, {target.label} (arm {arm})"
+            if chk.allowed is not None and (found := execute.caught(out, chk.allowed)):
+                fault = ev.FaultRecorded(stage=purpose, target=target.label, failure_class="caught",
+                                         message=f"{where}: " + "; ".join(found))
+                return CampaignResult(None, fault, side_effects)
+            if argv is not None:
+                continue  # a fresh input: compared with the baseline's output in the same pair, below
+            seen = output_check.Observed(stdout=out.stdout, stderr=out.stderr, output_file=out.output_file)
+            for stream, detail in output_check.differences(contract, seen, chk.expected):
+                if target is baseline:
+                    baseline_differs.add(stream)
+                else:
+                    candidate_differs.append((stream, f"{where}, {stream}: differs from its oracle-checked "
+                                                      f"output ({detail})"))
         if argv is not None:
             differs = _pair_mismatch(contract, outs["B"], outs["A"], argv, i)
             if differs is not None:
                 fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="oracle-failed",
                                          message=differs)
                 return CampaignResult(None, fault, side_effects)
+    blamed = [msg for stream, msg in candidate_differs if stream not in baseline_differs]
+    if blamed:
+        fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="output-mismatch",
+                                 message=blamed[0] + (f" (and {len(blamed) - 1} more)" if len(blamed) > 1 else ""))
+        return CampaignResult(None, fault, side_effects)
     samples = {}
     for label in (baseline.label, candidate.label):
         samples[label] = values[label]
@@ -118,6 +158,9 @@ def run_pairs(
         side_effects=sorted(set(side_effects)),
         input_seed=input_seed if pair_inputs is not None else None,
         pair_inputs=[list(a) for a in pair_inputs] if pair_inputs is not None else [],
+        sandbox=containment.describe(),
+        output_checks=[s for s in output_check.STREAMS if s not in baseline_differs] if checks else [],
+        unchecked_streams=sorted(baseline_differs),
     )
     timing = ev.TimingRecorded(
         purpose=purpose,

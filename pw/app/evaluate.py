@@ -19,7 +19,7 @@ from pw.app import campaign
 from pw.app.judging import judge_candidate
 from pw.app.run import RunHandle
 from pw.rules import candidates
-from pw.workload import correctness, diffing, workspace
+from pw.workload import correctness, diffing, output_check, workspace
 from pw.workload import steps as execute
 
 
@@ -38,13 +38,22 @@ class EvaluateResult(msgspec.Struct, frozen=True):
 
 
 def candidate_target(handle: RunHandle, cid: str, ws: Path, files: list[str]) -> execute.Target:
-    return execute.Target(label=cid, src_dir=ws, build_dir=handle.path / "build" / cid, files=files)
+    return execute.Target(label=cid, src_dir=ws, build_dir=handle.path / "build" / cid, files=files,
+                          hidden=hidden_dirs(handle))
+
+
+def hidden_dirs(handle: RunHandle) -> list[str]:
+    """What a target's sandbox hides (the runs directory, the user's workload directory)."""
+    from pw.workload import containment
+
+    return containment.hidden_dirs(handle.path, handle.state().run.workload)
 
 
 def baseline_target(handle: RunHandle) -> execute.Target:
     src = handle.path / "baseline"
     return execute.Target(
-        label="baseline", src_dir=src, build_dir=handle.path / "build" / "baseline", files=workspace.source_files(src)
+        label="baseline", src_dir=src, build_dir=handle.path / "build" / "baseline", files=workspace.source_files(src),
+        hidden=hidden_dirs(handle),
     )
 
 
@@ -152,6 +161,7 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     oracle = correctness.check(
         contract, target, handle.path / "baseline", scratch, handle.evidence,
         stable_reference=stable_reference(handle, state), baseline=baseline, fresh=fresh,
+        allowed=list(state.oracles["baseline"].left_behind) if "baseline" in state.oracles else [],
     )
     state = handle.record(state, [oracle.event] + ([oracle.fault] if oracle.fault else []))
     if not oracle.event.passed:
@@ -163,6 +173,7 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
         seed=campaign.campaign_seed(state.run.run_id, cid, attempt, "screening"),
         purpose="screening", exploratory=exploratory, host=state.run.host.hostname,
         scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+        checks=run_checks(handle, state, cid),
         input_seed=secret_seed(),
     )
     if result.failure is not None:
@@ -171,6 +182,27 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     if contract.profiling.cadence == "every-candidate":
         state = reprofile(handle, state, target, progress)
     return state
+
+
+def _expected(handle: RunHandle, oracle: ev.OracleChecked | None) -> output_check.Expected:
+    def text(sha: str | None) -> str | None:
+        return handle.evidence.get(sha).decode(errors="replace") if sha else None
+
+    if oracle is None:
+        return output_check.Expected(stdout=None, stderr=None, output_file_sha256=None)
+    return output_check.Expected(stdout=text(oracle.output_sha256), stderr=text(oracle.stderr_sha256),
+                                 output_file_sha256=oracle.output_file_sha256)
+
+
+def run_checks(handle: RunHandle, state, cid: str) -> dict[str, campaign.RunChecks]:
+    """Each arm's timed runs against its own oracle-checked output; the candidate's may leave
+    behind only what the baseline's oracle run left."""
+    base = state.oracles.get("baseline")
+    return {
+        "baseline": campaign.RunChecks(expected=_expected(handle, base)),
+        cid: campaign.RunChecks(expected=_expected(handle, state.oracles.get(cid)),
+                                allowed=list(base.left_behind) if base is not None else []),
+    }
 
 
 def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> object:
@@ -188,6 +220,16 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> obj
     for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
         (target.build_dir / rel).unlink(missing_ok=True)
     state = handle.record(state, [result.captured, result.normalized])
+    # The profiled run is checked like a timed one: a program that behaves differently under the
+    # profiler (to make its hotspot vanish from the profile) prints something else there.
+    seen = output_check.Observed(stdout=result.stdout.decode(errors="replace"), stderr=None, output_file=None)
+    diffs = output_check.differences(state.run.contract, seen, _expected(handle, state.oracles.get(target.label)))
+    if diffs:
+        stream, detail = diffs[0]
+        state = handle.record(state, [ev.FaultRecorded(
+            stage="reprofile", target=target.label, failure_class="output-mismatch",
+            message=f"profiled run ({adapter}), {stream}: differs from its oracle-checked output ({detail})",
+        )])
     return state
 
 

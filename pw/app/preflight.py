@@ -40,6 +40,18 @@ def cache_key(host_info: ev.Host, tools: list[ev.ToolInfo], workload_digest: str
     return h.hexdigest()
 
 
+def with_sandbox(result: ev.PreflightCompleted) -> ev.PreflightCompleted:
+    """The sandbox found now (probed for real, ~10 ms, never taken from the cache: a sandbox that
+    stopped working must not be reported as there)."""
+    from pw.workload import containment
+
+    found = containment.probe()
+    return msgspec.structs.replace(
+        result, sandbox=containment.describe(found) if found.sandbox is not None else None,
+        sandbox_reasons=list(found.reasons),
+    )
+
+
 def run_preflight(host_info: ev.Host, workload_digest: str, cache_dir: Path) -> ev.PreflightCompleted:
     compilers = [host.tool_version(name) for name in host.COMPILERS]
     profiler_tools = [host.tool_version(name) for name in host.PROFILER_TOOLS]
@@ -48,7 +60,7 @@ def run_preflight(host_info: ev.Host, workload_digest: str, cache_dir: Path) -> 
     if cached.is_file():
         try:
             previous = msgspec.json.decode(cached.read_bytes(), type=ev.PreflightCompleted)
-            return msgspec.structs.replace(previous, cached=True)
+            return with_sandbox(msgspec.structs.replace(previous, cached=True))
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass  # a damaged cache entry is simply recomputed
     result = ev.PreflightCompleted(
@@ -62,4 +74,4 @@ def run_preflight(host_info: ev.Host, workload_digest: str, cache_dir: Path) -> 
     from projections.materialize import write_atomic
 
     write_atomic(cached, msgspec.json.encode(result))
-    return result
+    return with_sandbox(result)

@@ -133,8 +133,11 @@ def _empty():
 
 def baseline_target(handle: RunHandle, run: ev.RunStarted) -> execute.Target:
     files = workspace.source_files(handle.path / "baseline")
+    from pw.workload import containment
+
     return execute.Target(
-        label="baseline", src_dir=handle.path / "baseline", build_dir=handle.path / "build" / "baseline", files=files
+        label="baseline", src_dir=handle.path / "baseline", build_dir=handle.path / "build" / "baseline", files=files,
+        hidden=containment.hidden_dirs(handle.path, run.workload),
     )
 
 
@@ -239,6 +242,8 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     state = stage(state, "oracle", _digest([binary, contract.oracle, contract.run]), do_oracle)
 
     def do_timing() -> list[ev.Payload]:
+        from pw.workload import containment
+
         samples, rss = [], []
         for i in range(opts.baseline_runs + 1):
             progress(f"baseline-timing run {i + 1}/{opts.baseline_runs + 1}")
@@ -266,6 +271,7 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
                     warmup_runs=1,
                     arms={"baseline": ev.TimedArm(binary_before=binary, binary_after=execute.binary_digest(target),
                                                   inputs_sha256=execute.inputs_digest(contract, target))},
+                    sandbox=containment.describe(),
                 ),
             )
         ]

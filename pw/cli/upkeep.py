@@ -190,8 +190,13 @@ def doctor(args) -> int:
         rows.append({"adapter": adapter.spec.name, "usable": u.usable, "mode": u.mode, "version": u.version,
                      "reason": u.reason, "granularity": adapter.spec.granularity,
                      "can_reprofile": adapter.spec.can_reprofile})
+    from pw.workload import containment
+
+    found = containment.probe()
+    sandbox = {"usable": found.sandbox is not None, "tool": found.sandbox.tool if found.sandbox else None,
+               "description": containment.describe(found), "reasons": list(found.reasons)}
     if args.json:
-        print_json({"adapters": rows})
+        print_json({"adapters": rows, "sandbox": sandbox})
         return 0
     from rich.table import Table
 
@@ -203,4 +208,8 @@ def doctor(args) -> int:
     for r in rows:
         table.add_row(r["adapter"], "yes" if r["usable"] else "NO", r["mode"] or "-", r["version"] or "-", r["reason"])
     console().print(table)
+    if sandbox["usable"]:
+        console().print(f"sandbox: {sandbox['description']}")
+    else:
+        console().print(f"sandbox: NONE ({'; '.join(sandbox['reasons'])}); verdicts are capped at proposed")
     return 0

@@ -40,6 +40,10 @@ def _latest(items, pred) -> Found:
     return found
 
 
+# Fault classes that mean the candidate was caught at something (ledger.events.FailureClass).
+CAUGHT_FAULTS = frozenset({"caught", "output-mismatch"})
+
+
 class Selection(msgspec.Struct, frozen=True):
     """The events a judgement reads: the candidate's latest attempt and the baseline's facts."""
 
@@ -57,6 +61,7 @@ class Selection(msgspec.Struct, frozen=True):
     baseline_oracle: Found
     hotspot: Found
     fault: Found
+    caught: Found = None  # the latest `caught` / `output-mismatch` fault of a timed or profiled run
 
 
 def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
@@ -84,6 +89,8 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         baseline_timing=baseline(ev.TimingRecorded, purpose="baseline-variance"),
         baseline_oracle=baseline(ev.OracleChecked, target="baseline"),
         hotspot=baseline(ev.HotspotSelected), fault=mine(ev.FaultRecorded, target=cid),
+        caught=_latest(attempt, lambda d: isinstance(d, ev.FaultRecorded) and d.target == cid
+                       and d.failure_class in CAUGHT_FAULTS and d.stage != "oracle"),
     )
 
 
@@ -121,6 +128,13 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
     except StatsInputError:
         return None
     return msgspec.to_builtins(result)
+
+
+def _uncontained(conditions: ev.TimingConditions | None) -> str | None:
+    """Why the campaign's runs were not sandboxed, or None (sandboxed, or recorded before the
+    sandbox existed, when no campaign said either way)."""
+    sandbox = conditions.sandbox if conditions is not None else ""
+    return (sandbox.partition(": ")[2] or "no sandbox") if sandbox.startswith("none") else None
 
 
 def baseline_shift_reason(reference: ev.TimingRecorded | None, timing: ev.TimingRecorded | None) -> str | None:
@@ -256,7 +270,12 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         if shifted is not None:
             doubts.append(shifted)
     timing_fault = None
-    if timing is None and oracle is not None and oracle[1].passed:
+    # Caught in a timed or profiled run (it left something for the next run, or printed something
+    # else than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail
+    # the oracle and are rejected as such.
+    if s.caught is not None:
+        timing_fault = s.caught[1]
+    elif timing is None and oracle is not None and oracle[1].passed:
         # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
         timing_fault = s.fault[1] if s.fault is not None else None
     verdict = reach_verdict(
@@ -267,6 +286,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         timing_fault=timing_fault,
         ceiling=ceiling,
         doubts=doubts,
+        uncontained=_uncontained(timing[1].conditions if timing else None),
     )
     interval = None
     speedup = None

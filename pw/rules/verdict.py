@@ -13,7 +13,8 @@ Order of judgement, first match wins:
 4. **verified** when all six gates of ``pw.rules.gates.GATE_NAMES`` are present and pass (one
    ``verified:`` reason summarising the speedup).
 5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and one
-   per ceiling: an oracle that compares nothing is no oracle (``no-oracle:``).
+   per ceiling: an oracle that compares nothing is no oracle (``no-oracle:``); runs that could not
+   be contained by a sandbox (``no sandbox:``).
 
 ``Verdict.repairable`` (recorded as ``VerdictReached.repairable``) is True only when a rule-1 failure
 that an edit can address was found: the agent may fix the workspace and evaluate again, spending one
@@ -39,6 +40,7 @@ ORACLE_FAILED = "oracle-failed:"
 SLOWER = "slower:"
 NO_EFFECT = "no-effect:"
 INCONCLUSIVE = "inconclusive:"
+UNCONTAINED = "no sandbox:"
 BASELINE_SHIFT = "baseline-shift:"
 NO_ORACLE = "no-oracle:"
 
@@ -78,12 +80,15 @@ def reach_verdict(
     timing_fault: FaultRecorded | None = None,
     ceiling: Sequence[str] = (),
     doubts: Sequence[str] = (),
+    uncontained: str | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
     ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did. ``doubts``
     (the baseline itself ran slower than at start) make a FASTER candidate inconclusive; ``ceiling``
-    (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed."""
+    (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed, and so
+    does ``uncontained`` (why its runs had no sandbox). A ``timing_fault`` may also be what the
+    candidate was caught at in a timed or profiled run (``caught``, ``output-mismatch``)."""
     by_name = {g.name: g for g in gates}
     a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
 
@@ -124,6 +129,9 @@ def reach_verdict(
         elif not g.passed:
             reasons.append(f"gate {name}: {g.detail}")
     reasons += [f"{NO_ORACLE} {c}" for c in ceiling]
+    if uncontained is not None:
+        reasons.append(f"{UNCONTAINED} {uncontained}; a run outside a sandbox could have cached its result or "
+                       "read the references, so the ceiling is proposed")
     if reasons:
         return Verdict("proposed", reasons)
     return Verdict("verified", [f"verified: {_summary(a)}; all six gates passed"])

@@ -21,9 +21,12 @@ from pw.workload.compare import compare_text
 from pw.workload.steps import (
     RunOutcome,
     Target,
+    caught,
     classify,
     compare_with_reference,
+    confine_for,
     failure_message,
+    left_behind,
     run_once,
     step_outcome,
 )
@@ -79,6 +82,19 @@ def _result(contract, target, passed, detail, run, evidence, *, fault_class=None
     return OracleResult(event, fault, run)
 
 
+def _with_evidence(result: OracleResult, first: RunOutcome, evidence: EvidenceStore) -> OracleResult:
+    """What the per-run output checks and the caught rule compare later runs with: the first run's
+    stderr and declared output file, and what it left behind."""
+    event = msgspec.structs.replace(
+        result.event,
+        outside_writes=list(first.outside_writes),
+        left_behind=left_behind(first),
+        stderr_sha256=evidence.put(first.stderr.encode()),
+        output_file_sha256=evidence.put(first.output_file) if first.output_file is not None else None,
+    )
+    return msgspec.structs.replace(result, event=event)
+
+
 def _skip(contract: Contract) -> str | None:
     """Lines that carry the ROI metric are timing, not output: never compared."""
     return contract.metric.pattern if contract.metric.kind == "roi" else None
@@ -91,6 +107,18 @@ def _with_outside(result: OracleResult, outside: list[str]) -> OracleResult:
     return msgspec.structs.replace(result, event=event)
 
 
+def _caught(contract, target, run, what: str, allowed: list[str] | None, evidence) -> OracleResult | None:
+    """A rejection naming what the run left for the next one, beyond what the baseline leaves."""
+    if allowed is None:
+        return None
+    found = caught(run, allowed)
+    if not found:
+        return None
+    detail = (f"caught: the {what} " + "; ".join(found)
+              + " (anything kept for the next run can carry a result across runs)")
+    return _result(contract, target, False, detail, run, evidence, fault_class="caught")
+
+
 def check(
     contract: Contract,
     target: Target,
@@ -101,18 +129,26 @@ def check(
     stable_reference: str | None = None,
     baseline: Target | None = None,
     fresh: list[list[str]] = (),  # type: ignore[assignment]
+    allowed: list[str] | None = None,
 ) -> OracleResult:
     """Run the oracle for `target`. For an inferred (`stable`) or `baseline` oracle, the baseline is
-    run twice; a candidate is compared with the baseline's first output (`stable_reference`). The
-    first run is traced for writes outside the workspace (`OracleChecked.outside_writes`). Then the
+    run twice; a candidate is compared with the baseline's first output (`stable_reference`). Then the
     `fresh` holdout inputs (drawn after the build) run on `baseline` and the target and are compared
-    (`pw.workload.differential`); the event says what all of it compared."""
+    (`pw.workload.differential`); the event says what all of it compared.
+
+    The runs are sandboxed (pw.workload.steps.run_once); what the first run leaves behind is
+    recorded (`OracleChecked.left_behind`). With `allowed` (the baseline's own list), a run that
+    leaves anything more, a file or a process, fails as `caught` before its output is compared.
+    Without a sandbox the first run is traced for writes outside the workspace instead
+    (`OracleChecked.outside_writes`)."""
     from pw.workload import differential
 
     first = run_once(contract, target, scratch, tag="oracle", trace_writes=True)
     n_stderr = differential.stderr_lines(first)
-    result = _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference),
-                           first.outside_writes)
+    result = _caught(contract, target, first, "oracle run", allowed, evidence)
+    if result is None:
+        result = _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference,
+                                      allowed), first.outside_writes)
     lines: list[str] = []
     if result.event.passed and fresh and baseline is not None:
         ok, detail, lines, failed = differential.run_fresh(contract, target, baseline, scratch, list(fresh))
@@ -123,11 +159,11 @@ def check(
             event = msgspec.structs.replace(result.event, detail=f"{result.event.detail}; {detail}")
             result = msgspec.structs.replace(result, event=event)
     event = differential.finish(contract, result.event, first, fresh=list(fresh), fresh_lines=lines,
-                                  n_stderr=n_stderr)
-    return msgspec.structs.replace(result, event=event, fault=result.fault)
+                                n_stderr=n_stderr)
+    return _with_evidence(msgspec.structs.replace(result, event=event, fault=result.fault), first, evidence)
 
 
-def _check(contract, target, reference_dir, scratch, evidence, first, stable_reference) -> OracleResult:
+def _check(contract, target, reference_dir, scratch, evidence, first, stable_reference, allowed) -> OracleResult:
     o = contract.oracle
     failure = classify(first)
     if failure is not None:
@@ -153,7 +189,7 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
             detail = f"vs baseline output: {cmp.detail}"
             if not cmp.passed:
                 return _result(contract, target, False, detail, first, evidence)
-        return _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, [detail])
+        return _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, [detail], allowed)
     if o.kind == "command":
         result = run_process(
             list(o.argv or []),
@@ -162,6 +198,8 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
             timeout_s=contract.run.timeout_s,
             stdout_path=scratch / "oracle-cmd.out",
             stderr_path=scratch / "oracle-cmd.err",
+            # The user's checker, but in the candidate's tree, among files the candidate built.
+            confine=confine_for(target, target.build_dir),
         )
         diagnostics.process_ran(result, what=f"oracle command {target.label}")
         ok = result.ok
@@ -169,10 +207,12 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
     cmp = compare_with_reference(contract, reference_dir, first, o.reference or "")
     if not cmp.passed:
         return _result(contract, target, False, f"vs {o.reference}: {cmp.detail}", first, evidence)
-    return _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, [f"vs {o.reference}: {cmp.detail}"])
+    return _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first,
+                           [f"vs {o.reference}: {cmp.detail}"], allowed)
 
 
-def _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, details) -> OracleResult:
+def _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, details, allowed=None
+                    ) -> OracleResult:
     """The manifest's fixed holdout inputs, each against its own reference file."""
     o = contract.oracle
     for i, holdout in enumerate(o.holdout):
@@ -181,6 +221,8 @@ def _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, d
         if failure is not None:
             msg = f"holdout {i}: " + failure_message(contract, run)
             return _result(contract, target, False, msg, run, evidence, fault_class=failure)
+        if (held := _caught(contract, target, run, f"holdout {i} run", allowed, evidence)) is not None:
+            return held
         hcmp = compare_with_reference(contract, reference_dir, run, holdout.reference)
         if not hcmp.passed:
             return _result(contract, target, False, f"holdout {i} vs {holdout.reference}: {hcmp.detail}", run, evidence)

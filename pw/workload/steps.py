@@ -39,6 +39,10 @@ class Target(msgspec.Struct, frozen=True):
     src_dir: Path
     build_dir: Path
     files: list[str]
+    # Directories its sandbox hides (pw.workload.containment.hidden_dirs): the runs directory, the
+    # user's workload directory. Every command of the target runs in a sandbox where only
+    # build_dir is writable and these are not mounted.
+    hidden: list[str] = []
 
 
 class RunOutcome(msgspec.Struct, frozen=True):
@@ -49,6 +53,29 @@ class RunOutcome(msgspec.Struct, frozen=True):
     side_effects: list[str]
     output_file: bytes | None
     outside_writes: list[str] = []
+    stderr: str = ""
+    leftover_processes: list[str] = []  # names of processes still running when the program exited
+
+
+def left_behind(outcome: RunOutcome) -> list[str]:
+    """What a run left for the next one, in words: files created in or deleted from its tree (a
+    modified one is listed too), files written outside its tree, processes left running."""
+    out = [f"{s} in its tree" for s in outcome.side_effects]
+    out += [f"wrote {p} outside its tree" for p in outcome.outside_writes]
+    out += [f"left a process running ({name})" for name in outcome.leftover_processes]
+    return out
+
+
+def caught(outcome: RunOutcome, allowed: list[str]) -> list[str]:
+    """``left_behind`` less what the baseline's own oracle run left (``allowed``): a program is not
+    blamed for what the workload does anyway."""
+    return [item for item in left_behind(outcome) if item not in set(allowed)]
+
+
+def confine_for(target: Target, cwd: Path):
+    from pw.workload import containment
+
+    return containment.confinement(target.build_dir, target.hidden, cwd)
 
 
 def base_env(step: Step, scratch: Path) -> dict[str, str]:
@@ -103,6 +130,7 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
             timeout_s=step.timeout_s,
             stdout_path=logs / f"build-{target.label}-{i}.out",
             stderr_path=logs / f"build-{target.label}-{i}.err",
+            confine=confine_for(target, target.build_dir / step.cwd),  # no .incbin of a reference
         )
         diagnostics.process_ran(result, what=f"build {target.label} step {i}")
         steps.append(step_outcome(result, _store_log(evidence, result)))
@@ -188,8 +216,15 @@ def run_once(
 ) -> RunOutcome:
     """One execution in the built tree; undeclared files it leaves behind are removed and reported.
 
-    With `trace_writes` (and strace installed) the run is traced and every file it wrote outside
-    the build tree and its scratch directory is reported in `outside_writes`.
+    The run is sandboxed (``_confine``): stdout and stderr are pipes, the environment is the same
+    for every kind of run, and nothing traces it, so a timed, oracle, holdout or profiled run look
+    alike from inside. Files it leaves in the sandbox's scratch tmpfs are reported in
+    `outside_writes`, processes it leaves running in `leftover_processes`.
+
+    Only where no sandbox can be made does `trace_writes` (and strace installed) trace the run for
+    files written outside the build tree and its scratch directory: then it is the one defence
+    left against a cache in /tmp, at the price of a tell (TracerPid) that the verdict's `proposed`
+    ceiling already accounts for.
     """
     from pw.workload import write_trace as writes
 
@@ -199,15 +234,18 @@ def run_once(
     before = workspace.snapshot(target.build_dir)
     # Absolute: strace opens it from the run's working directory, not ours.
     trace_log = (scratch.parent / f".{scratch.name}-{tag}.strace").absolute()
-    prefix = writes.strace_prefix(trace_log) if trace_writes else None
+    confine = confine_for(target, cwd)
+    prefix = writes.strace_prefix(trace_log) if trace_writes and confine is None else None
     result = run_process(
         (prefix or []) + list(argv or step.argv),
         cwd=cwd,
         env=base_env(step, scratch),
         timeout_s=step.timeout_s,
+        # Named by pw for pw: the program writes to pipes and never sees these paths.
         stdout_path=scratch / f"{tag}.out",
         stderr_path=scratch / f"{tag}.err",
         own_peak_rss=True,  # the no-collateral gate compares it; without, it is pw's own peak
+        confine=confine,
     )
     diagnostics.process_ran(result, what=f"{tag} {target.label}")
     stdout = Path(result.stdout_path).read_text(errors="replace")
@@ -230,7 +268,7 @@ def run_once(
             side_effects.append(f"modified {rel}")
     # A run that deletes a file of its tree (its input, say) changes what the next run does.
     side_effects += [f"deleted {rel}" for rel in sorted(before.keys() - after.keys()) if rel != declared]
-    outside_writes: list[str] = []
+    outside_writes: list[str] = list(result.scratch_files)
     if prefix is not None:
         result = msgspec.structs.replace(result, argv=list(argv or step.argv))
         try:
@@ -241,7 +279,10 @@ def run_once(
         found = writes.written_paths(traced, str(cwd.resolve()))
         outside_writes = writes.outside(found, [str(target.build_dir.resolve()), str(scratch.resolve())])
     value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
-    return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes)
+    stderr = Path(result.stderr_path).read_text(errors="replace")
+    leftovers = [p.split(" ", 1)[-1] for p in result.leftover_processes]
+    return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes,
+                      stderr=stderr, leftover_processes=leftovers)
 
 
 def classify(outcome: RunOutcome) -> str | None:

@@ -1,0 +1,80 @@
+"""Every run's output is checked: timed and profiled runs against the oracle-checked output.
+
+Only the oracle run used to be compared with a reference, so a program that could tell a timed
+run from the oracle run could skip its work there and print anything. Now each timed run's stdout,
+stderr and declared output file, and each profiled run's stdout (the profiler's own messages share
+its stderr), must equal what the same target printed in its oracle-checked run. Where the oracle
+states a tolerance (rtol or atol > 0), the program is declared nondeterministic-but-tolerant and a
+stream passes when it matches within that tolerance. Lines of the region-of-interest metric are
+left out (they carry the run's own time).
+
+A stream the baseline itself does not reproduce between its oracle run and a timed run (a stderr
+that prints a time stamp, say) cannot be an oracle for anyone: it is left unchecked for both arms
+and named in the campaign's conditions (`unchecked_streams`), never silently.
+
+Pure: texts and hashes in, findings out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+
+from ledger.contract import Contract
+from pw.workload.compare import compare_text
+
+
+class Expected(msgspec.Struct, frozen=True):
+    """A target's oracle-checked output (None where it was not recorded, e.g. an older run)."""
+
+    stdout: str | None
+    stderr: str | None
+    output_file_sha256: str | None
+
+
+class Observed(msgspec.Struct, frozen=True):
+    stdout: str
+    stderr: str | None  # None: not comparable (a profiled run, where the profiler writes there too)
+    output_file: bytes | None
+
+
+STREAMS = ("stdout", "stderr", "output file")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _text_differs(contract: Contract, got: str, want: str) -> str | None:
+    o = contract.oracle
+    skip = contract.metric.pattern if contract.metric.kind == "roi" else None
+    if skip is None and got == want:
+        return None
+    if o.rtol > 0 or o.atol > 0 or skip is not None:
+        cmp = compare_text(got, want, rtol=o.rtol, atol=o.atol, skip_pattern=skip)
+        return None if cmp.passed else cmp.detail
+    cmp = compare_text(got, want, rtol=0.0, atol=0.0)
+    return cmp.detail if not cmp.passed else "the bytes differ (whitespace or line endings)"
+
+
+def differences(contract: Contract, run: Observed, expected: Expected, skip: frozenset[str] = frozenset()
+                ) -> list[tuple[str, str]]:
+    """(stream, detail) for every stream of ``run`` that differs from ``expected``; streams in
+    ``skip`` or without a recorded expectation are not compared."""
+    out: list[tuple[str, str]] = []
+    if "stdout" not in skip and expected.stdout is not None:
+        detail = _text_differs(contract, run.stdout, expected.stdout)
+        if detail is not None:
+            out.append(("stdout", detail))
+    if "stderr" not in skip and expected.stderr is not None and run.stderr is not None:
+        detail = _text_differs(contract, run.stderr, expected.stderr)
+        if detail is not None:
+            out.append(("stderr", detail))
+    if "output file" not in skip and expected.output_file_sha256 is not None:
+        if run.output_file is None:
+            out.append(("output file", f"the run did not write {contract.oracle.path}"))
+        elif sha256(run.output_file) != expected.output_file_sha256:
+            out.append(("output file", f"{contract.oracle.path} differs (sha256 {sha256(run.output_file)[:12]} "
+                                       f"vs {expected.output_file_sha256[:12]})"))
+    return out
