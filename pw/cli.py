@@ -30,6 +30,7 @@ VERBS: dict[str, str] = {
     "rebuild": "pw.commands.maintenance:rebuild",
     "repair": "pw.commands.maintenance:repair",
     "validate": "pw.commands.maintenance:validate",
+    "kernel-profile": "pw.commands.kernel_profile:kernel_profile",
 }
 
 
@@ -109,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _verb(sub, "validate", "check a run file or profileweaver.json against its schema", run=False)
     p.add_argument("file", metavar="FILE")
+
+    from pw.commands.kernel_profile import add_parser as add_kernel_profile  # argparse only; no heavy imports
+
+    add_kernel_profile(sub, _verb)
     return parser
 
 
