@@ -14,8 +14,9 @@ from pathlib import Path
 
 from projections.kernel_profile_db import CacheState, TableRows, sorted_rows
 
+# Stat columns carry the SampleStats field name, except `n` (an args name of single_gemm).
 STAT_COLUMNS = (
-    ("n", "INTEGER"), ("median_ms", "REAL"), ("mean_ms", "REAL"), ("q1_ms", "REAL"), ("q3_ms", "REAL"),
+    ("n_samples", "INTEGER"), ("median_ms", "REAL"), ("mean_ms", "REAL"), ("q1_ms", "REAL"), ("q3_ms", "REAL"),
     ("rel_stdev", "REAL"), ("gpu_time_s", "REAL"), ("stop_reason", "TEXT"),
 )
 TELEMETRY_COLUMNS = (
@@ -41,7 +42,13 @@ def _sql_value(value):
     return int(value) if isinstance(value, bool) else value
 
 
+RESERVED = {"gpu_name", "backend"} | {c for c, _ in STAT_COLUMNS + TELEMETRY_COLUMNS + TAIL_COLUMNS}
+
+
 def table_sql(name: str, table: TableRows) -> str:
+    clash = RESERVED.intersection(table.arg_names) | RESERVED.intersection(table.metric_names)
+    if clash:
+        raise ValueError(f"table {name}: args/metrics {sorted(clash)} clash with the row's own columns")
     first = next(iter(sorted_rows(table)))
     cols = ["gpu_name TEXT NOT NULL", "backend TEXT NOT NULL"]
     cols += [f"{_q(a)} {_sql_type(v)} NOT NULL" for a, v in zip(table.arg_names, first.args)]
@@ -56,7 +63,7 @@ def row_values(table: TableRows, row) -> tuple:
     return (
         row.gpu_name, row.backend, *(_sql_value(v) for v in row.args),
         *(ev.metrics.get(m) for m in table.metric_names),
-        *(getattr(ev.stats, c) for c, _ in STAT_COLUMNS),
+        *(getattr(ev.stats, "n" if c == "n_samples" else c) for c, _ in STAT_COLUMNS),
         *(getattr(ev.telemetry, c) for c, _ in TELEMETRY_COLUMNS),
         json.dumps(ev.provenance, sort_keys=True, separators=(",", ":")), ev.profiler_revision,
         ev.device_index, row.seq,

@@ -97,19 +97,30 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._t0 = 0.0
 
+    def _get(self, fn, *args, scale: float = 1.0) -> float:
+        """One reading; NaN where this device or virtualisation layer does not report it."""
+        try:
+            return float(fn(self._h, *args)) * scale
+        except self._nv.NVMLError:
+            return float("nan")
+
     def read(self) -> tuple:
-        nv, h = self._nv, self._h
-        util = nv.nvmlDeviceGetUtilizationRates(h)
+        nv = self._nv
+        try:
+            util = nv.nvmlDeviceGetUtilizationRates(self._h)
+            gpu_util, mem_util = float(util.gpu), float(util.memory)
+        except nv.NVMLError:
+            gpu_util = mem_util = float("nan")
         reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
         return (
             round(time.monotonic() - self._t0, 4),
-            nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
-            float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
-            float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
-            util.gpu, util.memory,
-            float(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-            int(reasons(h)),
-            int(nv.nvmlDeviceGetTotalEnergyConsumption(h)),
+            self._get(nv.nvmlDeviceGetPowerUsage, scale=1e-3),
+            self._get(nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_SM),
+            self._get(nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_MEM),
+            gpu_util, mem_util,
+            self._get(nv.nvmlDeviceGetTemperature, nv.NVML_TEMPERATURE_GPU),
+            self._get(reasons),
+            self._get(nv.nvmlDeviceGetTotalEnergyConsumption),
         )
 
     def _loop(self) -> None:
@@ -127,5 +138,5 @@ class Sampler:
         self._thread.join()
         self.rows.append(self.read())
 
-    def energy_mj(self) -> int:
-        return int(self._nv.nvmlDeviceGetTotalEnergyConsumption(self._h))
+    def energy_mj(self) -> float:
+        return self._get(self._nv.nvmlDeviceGetTotalEnergyConsumption)

@@ -69,7 +69,7 @@ def _row_result(entry: Entry, index: int, spec, row: dict | None, *, full: bool)
         out["unverified_reason"] = why
     if full:
         out["metrics"] = {m: row.get(m) for m in entry.metric_family}
-        out["stats"] = {f: row.get(f) for f in STAT_FIELDS}
+        out["stats"] = {f: row.get("n_samples" if f == "n" else f) for f in STAT_FIELDS}
         out["telemetry"] = {f: row.get(f) for f in TELEMETRY_FIELDS}
         out["provenance"] = json.loads(row.get("provenance") or "{}")
         out["profiler_revision"] = row.get("profiler_revision")

@@ -39,15 +39,21 @@ def converged(ns: list[int], s: Settings) -> bool:
 
 
 def telemetry_of(rows: list[tuple]) -> Telemetry:
+    """Median clocks, max temperature, mean power, OR of throttle bits; NaN readings ignored."""
     if not rows:
         return Telemetry()
     a = np.asarray([r[1:8] for r in rows], dtype=np.float64)
-    mask = 0
+
+    def agg(fn, col):
+        v = a[:, col][~np.isnan(a[:, col])]
+        return float(fn(v)) if v.size else None
+
+    mask = None
     for r in rows:
-        mask |= int(r[7])
-    return Telemetry(power_w=float(a[:, 0].mean()), sm_clock_mhz=float(np.median(a[:, 1])),
-                     mem_clock_mhz=float(np.median(a[:, 2])), temperature_c=float(a[:, 5].max()),
-                     throttle_mask=mask, samples=len(rows))
+        if not math.isnan(r[7]):
+            mask = (mask or 0) | int(r[7])
+    return Telemetry(power_w=agg(np.mean, 0), sm_clock_mhz=agg(np.median, 1), mem_clock_mhz=agg(np.median, 2),
+                     temperature_c=agg(np.max, 5), throttle_mask=mask, samples=len(rows))
 
 
 class Timer:
