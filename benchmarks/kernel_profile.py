@@ -2,7 +2,7 @@
 
     python benchmarks/kernel_profile.py                 # CPU: count-missing on 100,000 specs
     python benchmarks/kernel_profile.py --device OUT    # GPU host: the device scenario of issue #15
-    python benchmarks/kernel_profile.py --device OUT --one-gpu-compare   # the 1-GPU fill of the same set
+    python benchmarks/kernel_profile.py --device OUT --one-gpu-compare   # and 1 GPU vs 2 GPUs
 
 The device scenario runs the real CLI (`python -m pw.cli kernel-profile ...`) as a user would and
 keeps every output under OUT: the cache ledger, profile.db, the snapshots and the JSON answers.
@@ -95,15 +95,6 @@ def device(out: Path, one_gpu_compare: bool) -> None:
     spec_file.write_text(json.dumps(specs))
     kv: dict[str, object] = {}
     base = ["--db", str(db), "--json"]
-    if one_gpu_compare:
-        rc, body, wall = cli(out, "fill1gpu", ["run", "single_gemm", "--backend", "torch", "--specs", str(spec_file),
-                                               "--fresh", "--db", str(out / "onegpu" / "profile.db"), "--json"],
-                             {"PW_PROFILE_GPUS": "0"})
-        kv.update(one_gpu_fill_rc=rc, one_gpu_fill_wall_s=round(wall, 2),
-                  one_gpu_measure_wall_s=body.get("measure_wall_s"), one_gpu_missing=body.get("missing_count"))
-        for k, v in kv.items():
-            print(f"{k}={v}")
-        return
     rc, body, _ = cli(out, "list", ["list", "--json"])
     kv["list_entries"] = len(body.get("entries", []))
     rc, body, _ = cli(out, "count_before", ["count-missing", "single_gemm", "--backend", "torch", "--specs",
@@ -174,7 +165,22 @@ def device(out: Path, one_gpu_compare: bool) -> None:
 
     kv["sqlite_version"] = sqlite3.sqlite_version
     for k, v in kv.items():
-        print(f"{k}={v}")
+        print(f"{k}={v}", flush=True)
+    if one_gpu_compare:
+        # One GPU on every other spec of the same set (same size distribution), --fresh so the
+        # cache is untouched; compared per spec with the two-GPU fill above.
+        half = out / "gemm100_every_other.json"
+        half.write_text(json.dumps(specs[::2]))
+        rc, body, wall = cli(out, "fill1gpu", ["run", "single_gemm", "--backend", "torch", "--specs", str(half),
+                                               "--fresh", "--db", str(out / "onegpu" / "profile.db"), "--json"],
+                             {"PW_PROFILE_GPUS": "0"})
+        two = kv["fill200_measure_wall_s"] / 200 if kv.get("fill200_measure_wall_s") else None
+        one = body.get("measure_wall_s", 0) / 100 if body.get("measure_wall_s") else None
+        print(f"one_gpu_100spec_rc={rc}")
+        print(f"one_gpu_100spec_measure_wall_s={body.get('measure_wall_s')}")
+        print(f"one_gpu_s_per_spec={one}")
+        print(f"two_gpu_s_per_spec={two}")
+        print(f"two_gpu_speedup={(one / two) if one and two else None}")
 
 
 def kineto_fixture(path: Path) -> None:
