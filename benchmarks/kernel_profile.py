@@ -35,7 +35,7 @@ def gemm_specs(count: int = 200) -> list[dict]:
                     if 3.5e10 <= m * n * k <= 1.6e11:
                         out.append({"m": m, "n": n, "k": k, "dtype": dtype})
     assert len(out) >= count, len(out)
-    step = len(out) / count
+    step = (len(out) - 1) / max(count - 1, 1)
     return [out[int(i * step)] for i in range(count)]
 
 
@@ -71,27 +71,35 @@ def cpu_count_missing() -> None:
     print("count_missing_100k_target_s=1.0")
 
 
-def cli(out: Path, name: str, argv: list[str], env_extra: dict | None = None) -> tuple[int, dict, float]:
+def cli(out: Path, name: str, argv: list[str], env_extra: dict | None = None,
+        limit_s: float = 300) -> tuple[int, dict, float]:
     env = dict(os.environ, **(env_extra or {}))
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "pw.cli", "kernel-profile", *argv], cwd=ROOT, env=env,
-                       capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    (out / f"{name}.stdout.json").write_text(p.stdout)
-    (out / f"{name}.stderr.txt").write_text(p.stderr)
+    # stderr streams through (progress lines); stdout is the JSON answer. Its own session, so a
+    # step past its limit is killed with its workers.
+    p = subprocess.Popen([sys.executable, "-m", "pw.cli", "kernel-profile", *argv], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=None, text=True, start_new_session=True)
     try:
-        body = json.loads(p.stdout) if p.stdout.strip() else {}
+        stdout, _ = p.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        stdout, _ = p.communicate()
+    wall = time.perf_counter() - t0
+    (out / f"{name}.json").write_text(stdout)
+    try:
+        body = json.loads(stdout) if stdout.strip() else {}
     except json.JSONDecodeError:
         body = {}
-    print(f"# {name}: rc={p.returncode} wall={wall:.1f}s {p.stderr.strip()[-300:]}", flush=True)
+    print(f"# {name}: rc={p.returncode} wall={wall:.1f}s", flush=True)
     return p.returncode, body, wall
 
 
-def device(out: Path, one_gpu_compare: bool) -> None:
+def device(out: Path, one_gpu_compare: bool, count: int = 200, short: bool = False,
+           fill_limit_s: float = 400) -> None:
     out.mkdir(parents=True, exist_ok=True)
     db = out / "cache" / "profile.db"
-    specs = gemm_specs()
-    spec_file = out / "gemm200.json"
+    specs = gemm_specs(count)
+    spec_file = out / "gemm_specs.json"
     spec_file.write_text(json.dumps(specs))
     kv: dict[str, object] = {}
     base = ["--db", str(db), "--json"]
@@ -100,11 +108,11 @@ def device(out: Path, one_gpu_compare: bool) -> None:
     rc, body, _ = cli(out, "count_before", ["count-missing", "single_gemm", "--backend", "torch", "--specs",
                                             str(spec_file), *base])
     kv["count_missing_before"] = body.get("missing_count")
-    rc, body, wall = cli(out, "fill200", ["run", "single_gemm", "--backend", "torch", "--specs", str(spec_file),
-                                          "--output-dir", str(out / "snap_fill200"), *base])
-    kv.update(fill200_rc=rc, fill200_wall_s=round(wall, 2), fill200_measure_wall_s=body.get("measure_wall_s"),
-              fill200_devices=",".join(map(str, body.get("devices", []))), fill200_gpu_name=body.get("gpu_name"),
-              fill200_missing=body.get("missing_count"), fill200_failed=body.get("failed_count"))
+    rc, body, wall = cli(out, "fill_gemm", ["run", "single_gemm", "--backend", "torch", "--specs", str(spec_file),
+                                          "--output-dir", str(out / "snap_fill_gemm"), *base], limit_s=fill_limit_s)
+    kv.update(fill_gemm_rc=rc, fill_gemm_wall_s=round(wall, 2), fill_gemm_measure_wall_s=body.get("measure_wall_s"),
+              fill_gemm_devices=",".join(map(str, body.get("devices", []))), fill_gemm_gpu_name=body.get("gpu_name"),
+              fill_gemm_missing=body.get("missing_count"), fill_gemm_failed=body.get("failed_count"))
     results = body.get("results", [])
     long = [r for r in results if r.get("status") == "ok" and r["metrics"]["time_ms"] >= 0.05]
     if long:
@@ -118,14 +126,14 @@ def device(out: Path, one_gpu_compare: bool) -> None:
     rc, body, _ = cli(out, "count_after", ["count-missing", "single_gemm", "--backend", "torch", "--specs",
                                            str(spec_file), *base])
     kv["count_missing_after"] = body.get("missing_count")
-    rc, body, _ = cli(out, "query200", ["query", "single_gemm", "--backend", "torch", "--specs", str(spec_file), *base])
+    rc, body, _ = cli(out, "query_gemm", ["query", "single_gemm", "--backend", "torch", "--specs", str(spec_file), *base])
     kv.update(query_rc=rc, query_results=len(body.get("results", [])),
               query_ok=sum(r["status"] == "ok" for r in body.get("results", [])))
     before = sha(db)
     fresh_specs = out / "fresh5.json"
-    fresh_specs.write_text(json.dumps(specs[:5]))
+    fresh_specs.write_text(json.dumps(specs[:2]))
     rc, body, _ = cli(out, "fresh5", ["run", "single_gemm", "--backend", "torch", "--specs", str(fresh_specs),
-                                      "--fresh", *base])
+                                      "--fresh", *base], limit_s=45)
     kv.update(fresh_rc=rc, fresh_ok=sum(r["status"] == "ok" for r in body.get("results", [])),
               fresh_db_sha_unchanged=sha(db) == before)
     for table, spec_list in (
@@ -133,17 +141,18 @@ def device(out: Path, one_gpu_compare: bool) -> None:
         ("attention", [{"batch": 4, "heads": 32, "seq_len": s, "head_dim": 128, "causal": c, "dtype": "bf16"}
                        for s in (1024, 4096) for c in (False, True)]),
     ):
+        spec_list = spec_list[-2:] if short else spec_list
         p = out / f"{table}.json"
         p.write_text(json.dumps(spec_list))
         rc, body, _ = cli(out, f"fill_{table}", ["run", table, "--backend", "torch", "--specs", str(p),
-                                                 "--output-dir", str(out / f"snap_{table}"), *base])
+                                                 "--output-dir", str(out / f"snap_{table}"), *base], limit_s=45)
         kv[f"{table}_rc"] = rc
         kv[f"{table}_ok"] = sum(r["status"] == "ok" for r in body.get("results", []))
     ar = out / "all_reduce.json"
     ar.write_text(json.dumps([{"message_size_bytes": s, "num_gpus": 2, "dtype": "bf16"}
-                              for s in (1 << 20, 16 << 20, 256 << 20, 1 << 30)]))
+                              for s in ((64 << 20,) if short else (1 << 20, 16 << 20, 256 << 20, 1 << 30))]))
     rc, body, _ = cli(out, "fill_all_reduce", ["run", "all_reduce", "--backend", "nccl", "--specs", str(ar),
-                                               "--output-dir", str(out / "snap_all_reduce"), *base])
+                                               "--output-dir", str(out / "snap_all_reduce"), *base], limit_s=60)
     kv["all_reduce_rc"] = rc
     for r in body.get("results", []):
         if r.get("status") == "ok":
@@ -151,7 +160,7 @@ def device(out: Path, one_gpu_compare: bool) -> None:
             kv[f"all_reduce_{size}B_busbw_gbps"] = round(r["metrics"]["busbw_gbps"], 1)
     rc, body, _ = cli(out, "measure", ["measure", "single_gemm", "--backend", "torch", "--spec",
                                        json.dumps({"m": 8192, "n": 8192, "k": 8192, "dtype": "bf16"}),
-                                       "--duration-s", "4", "--output-dir", str(out / "measure_gemm"), "--json"])
+                                       "--duration-s", "2", "--output-dir", str(out / "measure_gemm"), "--json"], limit_s=45)
     kv.update(measure_rc=rc, measure_files=",".join(body.get("files", [])))
     # Rebuild profile.db from a copy of the cache ledger elsewhere: byte-identical?
     from pw.kernel_profile.cache import Cache
@@ -174,7 +183,7 @@ def device(out: Path, one_gpu_compare: bool) -> None:
         rc, body, wall = cli(out, "fill1gpu", ["run", "single_gemm", "--backend", "torch", "--specs", str(half),
                                                "--fresh", "--db", str(out / "onegpu" / "profile.db"), "--json"],
                              {"PW_PROFILE_GPUS": "0"})
-        two = kv["fill200_measure_wall_s"] / 200 if kv.get("fill200_measure_wall_s") else None
+        two = kv["fill_gemm_measure_wall_s"] / count if kv.get("fill_gemm_measure_wall_s") else None
         one = body.get("measure_wall_s", 0) / 100 if body.get("measure_wall_s") else None
         print(f"one_gpu_100spec_rc={rc}")
         print(f"one_gpu_100spec_measure_wall_s={body.get('measure_wall_s')}")
@@ -212,10 +221,13 @@ if __name__ == "__main__":
     ap.add_argument("--kineto-fixture", metavar="PATH")
     ap.add_argument("--device", metavar="OUT")
     ap.add_argument("--one-gpu-compare", action="store_true")
+    ap.add_argument("--gemm-count", type=int, default=200)
+    ap.add_argument("--fill-limit-s", type=float, default=400)
+    ap.add_argument("--short", action="store_true", help="one spec each of rmsnorm/attention/all_reduce")
     a = ap.parse_args()
     if a.kineto_fixture:
         kineto_fixture(Path(a.kineto_fixture))
     elif a.device:
-        device(Path(a.device), a.one_gpu_compare)
+        device(Path(a.device), a.one_gpu_compare, a.gemm_count, a.short, a.fill_limit_s)
     else:
         cpu_count_missing()

@@ -189,9 +189,17 @@ def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devi
     results: dict[int, Done | Failed] = {}
     lock = threading.Lock()
 
+    progress = os.environ.get("PW_PROFILE_PROGRESS") == "1"
+    t_start = time.monotonic()
+
     def report(line):
         with lock:
             results[line.index] = line
+            if progress:  # one line per answered spec, for watching a long batch
+                what = f"{line.wall_s:.2f}s" if isinstance(line, Done) else f"{line.error}: {line.message[:200]}"
+                sys.stderr.write(f"pw kernel-profile: {len(results)}/{len(specs)} at "
+                                 f"{time.monotonic() - t_start:.1f}s: spec {line.index} {what}\n")
+                sys.stderr.flush()
 
     threads = []
     t0 = time.monotonic()
