@@ -53,7 +53,8 @@ def evolve(state: CacheState, env: Envelope) -> CacheState:
         if names != table.arg_names:
             raise ValueError(f"ledger seq {env.seq}: {data.table} args {names} differ from {table.arg_names}")
         for m in data.metrics:
-            if m not in table.metric_names:
+            # A metric that is also an arg (all_reduce's message_size_bytes) lives in the arg column.
+            if m not in table.metric_names and m not in names:
                 table.metric_names.append(m)
         key = (data.gpu_name, data.backend, *data.arg_values)
         table.rows[key] = Row(data.gpu_name, data.backend, tuple(data.arg_values), data, env.seq)

@@ -32,7 +32,7 @@ def library_provenance(ctx: Context) -> dict[str, str]:
     from pw.kernel_profile import nvml
 
     return {
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),
         "cuda": str(torch.version.cuda),
         "driver": nvml.driver_version(),
         "cudnn": str(torch.backends.cudnn.version()),
