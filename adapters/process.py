@@ -1,7 +1,7 @@
 """Run one child process: argv only, its own process group, a hard timeout, resource usage.
 
-This is the one process runner of the project: the workload steps (``pw.execute``,
-``pw.correctness``) and the profiler adapters (``adapters.base.run_tool``) both go through it. It
+This is the one process runner of the project: the workload steps (``pw.workload.steps``,
+``pw.workload.correctness``) and the profiler adapters (``adapters.base.run_tool``) both go through it. It
 lives in ``adapters/`` because adapters may import only ``ledger``, while ``pw`` may import adapters.
 
 Output goes to files, never pipes, so a chatty program can neither deadlock us nor fill our memory.

@@ -41,10 +41,10 @@ from scipy import integrate, stats
 # The repository root first: benchmarks/ledger.py would otherwise shadow the `ledger` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pw.stats.effect import CODE_FASTER, verdict_codes
 from pw.stats.paired import t_interval_log
 from pw.stats.planning import pairs_needed, plan_sequential
 from pw.stats.sequential import REASONS, stopping_times
-from pw.stats.verdict import CODE_FASTER, verdict_codes
 
 NOISES = ("normal", "spikes", "t3", "drift")
 CVS = (0.005, 0.02, 0.05, 0.10)

@@ -120,11 +120,11 @@ _PROBES: list = []
 def fast_preflight(monkeypatch):
     """Probe the profilers for real once per session, then reuse the result: tests of `pw start`
     that are not about profilers skip the multi-second probe runs."""
-    import pw.preflight
+    import pw.app.preflight
 
     if not _PROBES:
-        _PROBES.append(pw.preflight.probe_profilers())
-    monkeypatch.setattr(pw.preflight, "probe_profilers", lambda: list(_PROBES[0]))
+        _PROBES.append(pw.app.preflight.probe_profilers())
+    monkeypatch.setattr(pw.app.preflight, "probe_profilers", lambda: list(_PROBES[0]))
 
 
 # --- end-to-end helpers: the real `pw` on real workloads -----------------------------------------

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pw.brief import RUN_HERE, TOKEN_BUDGET, BriefLine, brief_lines, fit_brief, render_brief
-from pw.tokens import count_tokens
+from pw.agent.brief import RUN_HERE, TOKEN_BUDGET, BriefLine, brief_lines, fit_brief, render_brief
+from pw.agent.tokens import count_tokens
 
 
 def words(text: str) -> int:

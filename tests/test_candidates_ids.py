@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import InputError
-from pw.candidates import check_id, parse_candidate
+from pw.rules.candidates import check_id, parse_candidate
 from tests.conftest import copy_run, pw_main
 
 HOSTILE = ["../x", "a/b", "UPPER", "", "x" * 200, "baseline", "current", "/abs", ".", "..", "-a", "a\n", "a b",

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.profile import LineCost, Operation, Profile
-from pw.hotspot import amdahl_ceiling, hot_lines, select_hotspot
+from pw.rules.hotspot import amdahl_ceiling, hot_lines, select_hotspot
 
 
 def op(name: str, file: str | None, self_: float, inclusive: float | None = None, *, metric: str = "cpu_time_s",

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from ledger.profile import CallEdge, Operation, Profile
-from pw.commands.diagnose import MAX_ITEMS
-from pw.speedscope import to_speedscope
+from pw.cli.look import MAX_ITEMS
+from pw.export.speedscope import to_speedscope
 from tests.conftest import pw_main
 
 

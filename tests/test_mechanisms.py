@@ -7,9 +7,9 @@ from pathlib import Path
 
 import msgspec
 
-from pw.mechanisms import CLASSES, DESCRIPTIONS, rank_mechanisms
-from pw.source import locate
-from pw.source.model import AccessFact
+from pw.agent.source import locate
+from pw.agent.source.model import AccessFact
+from pw.rules.mechanisms import CLASSES, DESCRIPTIONS, rank_mechanisms
 
 DATA = Path(__file__).parent / "data"
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pw.brief import TOKEN_BUDGET
-from pw.tokens import count_tokens
+from pw.agent.brief import TOKEN_BUDGET
+from pw.agent.tokens import count_tokens
 
 pytestmark = pytest.mark.slow
 

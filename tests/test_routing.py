@@ -14,7 +14,7 @@ from adapters.perf import PerfAdapter
 from adapters.registry import installed_specs
 from ledger.metrics import is_known
 from ledger.profile import GRANULARITIES, LineCost, Operation, Profile
-from pw.routing import LADDER, RUNGS, escalate, route, rung_for
+from pw.rules.routing import LADDER, RUNGS, escalate, route, rung_for
 from tests.test_adapter_contract import load_fixture
 
 OK = Usability(usable=True, reason="probed", version="1")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from pw.schemas import SCHEMA_DIR, generate
+from pw.export.schemas import SCHEMA_DIR, generate
 
-REGENERATE = "regenerate with `.venv/bin/python -m pw.schemas` and commit schemas/"
+REGENERATE = "regenerate with `.venv/bin/python -m pw.export.schemas` and commit schemas/"
 
 
 def test_checked_in_schemas_match_the_types():

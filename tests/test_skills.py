@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pw import skilltree
+from pw.agent import skilltree
+from pw.agent.tokens import count_tokens
 from pw.cli import build_parser
-from pw.tokens import count_tokens
 
 ROOT = skilltree.REPO_ROOT
 SKILLS = skilltree.SKILLS_DIR
@@ -93,7 +93,9 @@ def test_frontmatter(path: Path):
     ("name: x\n---\n", "first line"),
     ("---\nname: x\n", "unterminated"),
     ("---\nname x\n---\n", "key: value"),
-    ("---\nname: a\nname: b\n---\n", "duplicate"),
+    ("---\nname: a\nname: b\n---\n", "line 3: duplicate"),
+    ("---\nname: [a, b]\n---\n", "text value"),
+    ("---\nname: a\n  - b: [\n---\n", "line 3: not YAML"),
 ])
 def test_frontmatter_parser_rejects_malformed(text, why):
     with pytest.raises(skilltree.FrontmatterError, match=why):
@@ -101,9 +103,29 @@ def test_frontmatter_parser_rejects_malformed(text, why):
 
 
 def test_frontmatter_parser_reads_quotes_and_folded_blocks():
-    meta, body = skilltree.parse_frontmatter('---\nname: "pw-x"\ndescription: >\n  one\n  two\n---\nbody\n')
+    meta, body = skilltree.parse_frontmatter('---\nname: "pw-x"\ndescription: >-\n  one\n  two\n---\nbody\n')
     assert meta == {"name": "pw-x", "description": "one two"}
     assert body == "body\n"
+
+
+@pytest.mark.parametrize("header, want", [
+    # YAML's block scalars: `|` keeps every newline, `>` folds single newlines into spaces but keeps
+    # a blank line as a newline; both keep one final newline unless chomped with `-`.
+    ("|", "first line\n  indented\n\nafter a blank\n"),
+    ("|-", "first line\n  indented\n\nafter a blank"),
+    (">", "first line\n  indented\n\nafter a blank\n"),
+    (">-", "first line\n  indented\n\nafter a blank"),
+])
+def test_frontmatter_block_scalars_follow_yaml(header, want):
+    text = f"---\nname: x\ndescription: {header}\n  first line\n    indented\n\n  after a blank\n---\n"
+    meta, _ = skilltree.parse_frontmatter(text)
+    assert meta["description"] == want
+
+
+def test_frontmatter_literal_block_keeps_newlines_and_folded_block_joins_lines():
+    meta, _ = skilltree.parse_frontmatter("---\nname: x\nlit: |\n  a\n  b\nfold: >\n  a\n  b\n---\n")
+    assert meta["lit"] == "a\nb\n"
+    assert meta["fold"] == "a b\n"
 
 
 # --- every command an agent may copy parses with the real CLI ------------------------------------------
@@ -120,7 +142,7 @@ def test_commands_were_found():
 def test_command_parses_with_real_parser(source, line, capsys):
     args = _parse(line, capsys)
     assert args.verb == skilltree.argv(line)[0]
-    from pw.candidates import parse_candidate
+    from pw.rules.candidates import parse_candidate
 
     for text in (args.candidate if args.verb == "prepare" else []):
         spec = parse_candidate(text)  # raises InputError for a malformed ID:PARENT:MECHANISM
@@ -261,7 +283,7 @@ def test_registry_md_lists_candidate_children():
 
 
 def test_routing_md_names_every_ladder_rung():
-    from pw.routing import LADDER
+    from pw.rules.routing import LADDER
 
     text = ROUTING_MD.read_text(encoding="utf-8")
     for rung in LADDER:
@@ -272,7 +294,7 @@ def test_routing_md_names_every_ladder_rung():
 # --- method: seven stages and six gates everywhere -----------------------------------------------------
 
 def _gate_names() -> tuple[str, ...]:
-    from pw.gates import GATE_NAMES
+    from pw.rules.gates import GATE_NAMES
 
     return GATE_NAMES
 
@@ -353,7 +375,7 @@ def test_symlinks_resolve(link, target):
 # --- pw tokens -----------------------------------------------------------------------------------------
 
 def test_tokens_json_measures_every_skill_file(capsys):
-    from pw.commands.tokens import tokens
+    from pw.cli.upkeep import tokens
 
     assert tokens(types.SimpleNamespace(json=True)) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -367,7 +389,7 @@ def test_tokens_json_measures_every_skill_file(capsys):
 
 
 def test_tokens_includes_a_runs_brief_and_flags_overruns(run_dir: Path, capsys):
-    from pw.commands.tokens import tokens
+    from pw.cli.upkeep import tokens
 
     (run_dir / "agent-brief.txt").write_text("hotspot matmul 85%\n", encoding="utf-8")
     (run_dir / "source-slices").mkdir()

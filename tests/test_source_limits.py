@@ -10,8 +10,8 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pw.source import locate
-from pw.source.slices import line_count, plan_window, render, rendered_size
+from pw.agent.source import locate
+from pw.agent.source.slices import line_count, plan_window, render, rendered_size
 
 FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -8,8 +8,8 @@ import msgspec
 import pytest
 
 from ledger.errors import InputError
-from pw.source import locate
-from pw.source.slices import MIN_TRIMMED, line_count
+from pw.agent.source import locate
+from pw.agent.source.slices import MIN_TRIMMED, line_count
 
 DATA = Path(__file__).parent / "data"
 MATMUL = DATA / "source-c-matmul"

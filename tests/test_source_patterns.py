@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pw.source import locate
+from pw.agent.source import locate
 
 DATA = Path(__file__).parent / "data"
 AOS = DATA / "source-c-aos"

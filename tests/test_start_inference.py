@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import InputError
-from pw.inference import infer_contract
+from pw.workload.inference import infer_contract
 
 HELLO_C = '#include <stdio.h>\nint main(void) { puts("hello"); return 0; }\n'
 

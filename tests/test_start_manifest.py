@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pw.contract import load_manifest
+from pw.workload.manifest import load_manifest
 
 BASE = {
     "version": 1,

@@ -18,7 +18,7 @@ import pytest
 
 from ledger import events as ev
 from ledger.store import Ledger
-from pw.app import RunHandle
+from pw.app.run import RunHandle
 
 pytestmark = pytest.mark.usefixtures("fast_preflight")
 
@@ -269,7 +269,7 @@ def test_deleted_build_tree_is_rebuilt_under_the_same_stage_hash(pw_cli, referen
 
 def test_redo_is_decided_only_for_a_recorded_stage(reference):
     from ledger.errors import RejectedCommand
-    from pw import decide
+    from pw.rules import stages as decide
 
     state = RunHandle(reference["run"]).state()
     inputs = state.stages["build"]

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from pw.stats import fixed_power, pairs_needed
+from pw.stats.effect import CODE_FASTER, verdict_codes
 from pw.stats.paired import t_interval_log
-from pw.stats.verdict import CODE_FASTER, verdict_codes
 
 pytestmark = pytest.mark.filterwarnings("error")
 

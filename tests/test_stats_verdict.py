@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pw.stats import FASTER, INCONCLUSIVE, SAME, SLOWER, verdict_of
-from pw.stats.verdict import CODE_FASTER, CODE_INCONCLUSIVE, verdict_codes
+from pw.stats.effect import CODE_FASTER, CODE_INCONCLUSIVE, verdict_codes
 
 pytestmark = pytest.mark.filterwarnings("error")
 

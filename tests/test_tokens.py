@@ -6,7 +6,7 @@ import subprocess
 import sys
 from importlib.metadata import version
 
-from pw import tokens
+from pw.agent import tokens
 
 NETWORK_VARS = ("HOME", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
                 "no_proxy", "NO_PROXY", "TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "XDG_CACHE_HOME",
@@ -40,7 +40,7 @@ def test_counts_offline_without_home_or_proxies():
         "socket.socket.connect = refuse\n"
         "socket.create_connection = refuse\n"
         "socket.getaddrinfo = refuse\n"
-        "from pw import tokens\n"
+        "from pw.agent import tokens\n"
         "print(json.dumps([tokens.encode('Hello world'), tokens.count_tokens('pw start --workload x')]))\n"
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""pw.verdict: status, reasons and repairability from gates and the paired analysis."""
+"""pw.rules.verdict: status, reasons and repairability from gates and the paired analysis."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 from ledger.events import FaultRecorded, GateResult
 from ledger.upcast import upcast
-from pw.gates import Binaries, OracleFacts, evaluate_gates
-from pw.verdict import reach_verdict
+from pw.rules.gates import Binaries, OracleFacts, evaluate_gates
+from pw.rules.verdict import reach_verdict
 from tests.test_gates import analysis, good_inputs
 
 replace = msgspec.structs.replace

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pw import skilltree
+from pw.agent import skilltree
+from pw.app.demo import apply_patch
 from pw.cli import main
-from pw.workflows.demo import apply_patch
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT_SKILL = REPO / "skills" / "profile-weaver" / "SKILL.md"

@@ -1,5 +1,5 @@
-"""What a run writes: outside the workspace, read from an strace log (pw.writes), and inside its
-own tree, from snapshots around the run (pw.execute.run_once)."""
+"""What a run writes: outside the workspace, read from an strace log (pw.workload.write_trace), and inside its
+own tree, from snapshots around the run (pw.workload.steps.run_once)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from ledger.contract import Contract, Source, Step
-from pw.execute import Target, run_once
-from pw.writes import outside, strace_prefix, written_paths
+from pw.workload.steps import Target, run_once
+from pw.workload.write_trace import outside, strace_prefix, written_paths
 
 TRACE = """\
 123 openat(AT_FDCWD, "/etc/ld.so.cache", O_RDONLY|O_CLOEXEC) = 3

@@ -21,7 +21,7 @@ deviations. The running intersection over n is reported (still valid at any stop
 
 A pure function for a controller loop: `sequential_decision(log_ratios_so_far, params)` says whether
 to stop, why, and the verdict and interval so far. It may stop after any pair from `min_pairs` up to
-`max_pairs`; the verdict rule is the fixed one (pw.stats.verdict) applied to the anytime-valid
+`max_pairs`; the verdict rule is the fixed one (pw.stats.effect) applied to the anytime-valid
 interval. A prefix where every log ratio is equal carries no information about sigma; the interval is
 kept unbounded there instead of collapsing to a point.
 """

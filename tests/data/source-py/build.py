@@ -1,4 +1,4 @@
-from kernel import dedupe, Grid
+from kernel import Grid, dedupe
 
 
 def make_items(n):

@@ -1,0 +1,235 @@
+"""`pw audit`: recompute everything a run claims and name the first thing that does not follow.
+
+Checks run in order; the first failure is the answer. Later parts of the system (verdicts,
+statistics, gates) add their checks to `CHECKS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from ledger.evidence import EvidenceStore
+from ledger.store import Ledger
+from projections import documents, state
+from projections.materialize import first_divergence
+from pw.cli.runpath import RunDir
+
+
+class AuditContext(msgspec.Struct):
+    run: RunDir
+    events: list
+    state: state.RunState
+    files: dict[str, bytes]
+    evidence: EvidenceStore
+
+
+class CheckResult(msgspec.Struct, frozen=True):
+    name: str
+    ok: bool
+    detail: str
+
+
+class AuditReport(msgspec.Struct, frozen=True):
+    ok: bool
+    head_seq: int
+    checks: list[CheckResult]
+    first_divergence: str | None
+
+
+def _evidence_refs(events) -> list[tuple[int, str]]:
+    """Every (seq, sha256) an event cites as raw evidence."""
+    refs: list[tuple[int, str]] = []
+    for env in events:
+        for value in _walk(env.data):
+            refs.append((env.seq, value))
+    return refs
+
+
+def _walk(obj):
+    if isinstance(obj, msgspec.Struct):
+        for field in obj.__struct_fields__:
+            value = getattr(obj, field)
+            if field.endswith("sha256") and isinstance(value, str) and field not in _NOT_EVIDENCE:
+                yield value
+            elif field == "artifacts" and isinstance(value, dict):
+                yield from value.values()
+            else:
+                yield from _walk(value)
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _walk(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from _walk(item)
+
+
+# Hashes that identify inputs rather than stored evidence files.
+_NOT_EVIDENCE = frozenset({
+    "inputs_sha256", "source_sha256", "manifest_sha256", "binary_sha256", "torn_sha256", "parent_source_sha256",
+})
+
+
+def check_evidence(ctx: AuditContext) -> str | None:
+    for seq, digest in _evidence_refs(ctx.events):
+        if not digest:
+            continue
+        if not ctx.evidence.has(digest):
+            return f"event seq {seq}: cites evidence {digest[:12]} which is missing from raw/"
+        if not ctx.evidence.check(digest):
+            return f"event seq {seq}: evidence {digest[:12]} in raw/ was modified (hash differs)"
+    return None
+
+
+def check_projections(ctx: AuditContext) -> str | None:
+    return first_divergence(ctx.run.path, ctx.files)
+
+
+def check_verdicts(ctx: AuditContext) -> str | None:
+    """Recompute every judgement from the events before it (samples, profiles) and compare."""
+    return first_verdict_divergence(ctx.events, ctx.evidence)
+
+
+def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
+    from ledger import events as ev
+
+    for i, env in enumerate(events):
+        if not isinstance(env.data, (ev.VerdictReached, ev.WinnerConfirmed)):
+            continue
+        found = _judgement_divergence(events, i, evidence)
+        if found is not None:
+            return found
+    return None
+
+
+def _judged_rules(events, i: int) -> int:
+    """The gate rules the candidate's judgement ending at event `i` was made under: those of its
+    last GatesEvaluated before `i` (events written before the field existed say 1)."""
+    from ledger import events as ev
+    from pw.rules.gates import GATE_RULES
+
+    cid = events[i].data.id
+    gates = next((e.data for e in reversed(events[:i]) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == cid),
+                 None)
+    return GATE_RULES if gates is None else gates.rules
+
+
+def _rules_note(events, i: int) -> str:
+    """Said beside a divergence of a judgement made under older gate rules: it was recomputed under
+    those rules (every version stays callable), not under the ones this ProfileWeaver applies now."""
+    from pw.rules.gates import GATE_RULES
+
+    rules = _judged_rules(events, i)
+    if rules == GATE_RULES:
+        return ""
+    return (f"; recomputed under gate rules v{rules}, the ones it was judged by (this ProfileWeaver applies "
+            f"v{GATE_RULES} to new judgements; see pw/rules/gates.py GATE_RULES)")
+
+
+def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None:
+    """The first way the judgement ending at event `i` (a verdict or a confirmation) no longer
+    follows from the events before it."""
+    from ledger import events as ev
+    from pw.app.judging import judge_recorded
+    from pw.rules.gates import UnknownRules
+
+    env = events[i]
+    data = env.data
+    # The judgement batch is [CandidateEvaluated, GatesEvaluated, VerdictReached] or
+    # [GatesEvaluated?, WinnerConfirmed]: recompute from everything before the batch.
+    start = i
+    while start > 0 and isinstance(events[start - 1].data, (ev.CandidateEvaluated, ev.GatesEvaluated)) \
+            and events[start - 1].data.id == data.id:
+        start -= 1
+    rules = _judged_rules(events, i)
+    try:
+        j = judge_recorded(events[:start], data.id, evidence, rules)
+    except UnknownRules as exc:
+        return f"candidate {data.id}: verdict at seq {env.seq} cannot be recomputed: {exc}"
+    except Exception as exc:  # noqa: BLE001 - an audit reports, it does not crash
+        return f"candidate {data.id}: verdict at seq {env.seq} cannot be recomputed ({exc})"
+    recorded = (data.status, data.speedup, data.interval)
+    again = (j.verdict.status, j.verdict.speedup, j.verdict.interval)
+    if recorded != again:
+        return (
+            f"candidate {data.id}: verdict at seq {env.seq} no longer follows from the evidence "
+            f"(recorded {data.status} {data.speedup}x {data.interval}; recomputed {j.verdict.status} "
+            f"{j.verdict.speedup}x {j.verdict.interval})"
+        )
+    if isinstance(data, ev.VerdictReached) and data != j.verdict:
+        # Same status and numbers, but the recorded event says something else (its reasons, or
+        # whether the rejection is repairable): the whole event must follow.
+        changed = [f for f in data.__struct_fields__ if getattr(data, f) != getattr(j.verdict, f)]
+        return f"candidate {data.id}: verdict at seq {env.seq} no longer follows ({', '.join(changed)} differ)"
+    gates_env = next((e for e in events[start:i] if isinstance(e.data, ev.GatesEvaluated)), None)
+    if gates_env is not None and msgspec.json.encode(gates_env.data.gates) != msgspec.json.encode(j.gates.gates):
+        changed = [a.name for a, b in zip(gates_env.data.gates, j.gates.gates) if a != b]
+        return f"candidate {data.id}: gates at seq {gates_env.seq} no longer follow ({', '.join(changed)})"
+    eval_env = next((e for e in events[start:i] if isinstance(e.data, ev.CandidateEvaluated)), None)
+    if eval_env is not None and msgspec.json.encode(eval_env.data.analysis) != msgspec.json.encode(j.evaluated.analysis):
+        return f"candidate {data.id}: paired analysis at seq {eval_env.seq} no longer follows from its samples"
+    return None
+
+
+def check_profiles(ctx: AuditContext) -> str | None:
+    """Re-run each adapter's pure normalize on the stored raw bytes; compare with the recorded profile."""
+    from ledger import events as ev
+    from pw.workload.capture import renormalize
+
+    captured = {}
+    for env in ctx.events:
+        data = env.data
+        if isinstance(data, ev.ProfileCaptured):
+            captured[(data.target, data.adapter)] = data
+        elif isinstance(data, ev.ProfileNormalized):
+            cap = captured.get((data.target, data.adapter))
+            if cap is None:
+                return f"event seq {env.seq}: profile of {data.target} has no capture before it"
+            build_dir = str(ctx.run.path / "build" / data.target)
+            again = renormalize(ctx.evidence, cap, build_dir)
+            import hashlib
+
+            if hashlib.sha256(again).hexdigest() != data.profile_sha256:
+                return f"event seq {env.seq}: the {data.adapter} profile of {data.target} does not follow from its raw capture"
+    return None
+
+
+CHECKS: list[tuple[str, Callable[[AuditContext], str | None]]] = [
+    ("evidence", check_evidence),
+    ("profiles", check_profiles),
+    ("verdicts", check_verdicts),
+    ("projections", check_projections),
+]
+
+
+def audit_run(run: RunDir) -> AuditReport:
+    ledger = Ledger(run.ledger_path)
+    verified = ledger.verify()
+    if not verified.ok:
+        detail = verified.message
+        results = [CheckResult("chain", False, detail)]
+        first = f"chain: {detail}"
+        # Say which verdicts the damaged ledger no longer supports, not only that it is damaged.
+        verdict = first_verdict_divergence(ledger.read_lenient(), EvidenceStore(run.path / "raw"))
+        if verdict is not None:
+            results.append(CheckResult("verdicts", False, verdict))
+            first = f"{first}; verdicts: {verdict}"
+        return AuditReport(False, verified.head.seq, results, first)
+    events = ledger.events()
+    run_state = state.fold(events)
+    evidence = EvidenceStore(run.path / "raw")
+    files = documents.render(run_state)
+    # Copies of evidence are compared where the evidence is there; a missing one is the evidence
+    # check's finding, not a crash of the audit.
+    files.update({name: evidence.get(sha) for name, sha in documents.evidence_copies(run_state).items()
+                  if evidence.has(sha)})
+    ctx = AuditContext(run, events, run_state, files, evidence)
+    results = [CheckResult("chain", True, f"{verified.events} events, hash chain intact")]
+    first = None
+    for name, check in CHECKS:
+        problem = check(ctx)
+        results.append(CheckResult(name, problem is None, problem or "ok"))
+        if problem is not None and first is None:
+            first = f"{name}: {problem}"
+    return AuditReport(first is None, verified.head.seq, results, first)

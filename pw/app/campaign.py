@@ -1,0 +1,133 @@
+"""Paired timing campaigns: interleaved baseline/candidate runs in a seeded, recorded order.
+
+Before the first pair and after the last, both built trees are hashed, so a binary swapped or
+rebuilt during the campaign (or a stale one) shows up as a mismatch with what was built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from ledger import events as ev
+from ledger.contract import Contract
+from pw.workload import steps as execute
+
+
+class CampaignResult(msgspec.Struct, frozen=True):
+    timing: ev.TimingRecorded | None
+    failure: ev.FaultRecorded | None
+    side_effects: list[str]
+
+
+def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:
+    """A seed derived from names, recorded in the event: the same campaign reorders the same way."""
+    digest = hashlib.sha256(f"{run_id}/{cid}/{attempt}/{purpose}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def _pair_mismatch(contract: Contract, cand: execute.RunOutcome, base: execute.RunOutcome, argv: list[str],
+                   i: int) -> str | None:
+    """Why the candidate's output in pair i differs from the baseline's on the same fresh input."""
+    from pw.workload.differential import compare_outputs
+
+    cmp = compare_outputs(contract, cand, base)
+    if cmp.passed and cmp.lines > 0:
+        return None
+    why = cmp.detail if not cmp.passed else "both outputs are empty, nothing was compared"
+    return f"pair {i + 1} on fresh input `{' '.join(argv)}`: the candidate's output differs from the baseline's: {why}"
+
+
+def run_pairs(
+    contract: Contract,
+    baseline: execute.Target,
+    candidate: execute.Target,
+    *,
+    pairs: int,
+    seed: int,
+    purpose: str,
+    exploratory: bool,
+    host: str,
+    scratch: Path,
+    tool_versions: dict[str, str],
+    progress: Callable[[str], None] = lambda _m: None,
+    input_seed: int | None = None,
+) -> CampaignResult:
+    """With ``input_seed`` and a generator matching the timed argv, pair i runs its own fresh input
+    (the timed argv with a new seed, ``pw.workload.holdouts.draw_pair_inputs``) in both arms, and
+    the candidate's output must match the baseline's in that pair: no timed run is predictable or
+    unchecked. The seed and the inputs are recorded in the conditions."""
+    from pw.stats import interleaved_order
+    from pw.workload.holdouts import draw_pair_inputs
+
+    order = list(interleaved_order(pairs, seed))
+    pair_inputs = draw_pair_inputs(contract, input_seed, pairs) if input_seed is not None else None
+    base_bin_before = execute.binary_digest(baseline)
+    cand_bin_before = execute.binary_digest(candidate)
+    inputs = {t.label: execute.inputs_digest(contract, t) for t in (baseline, candidate)}
+    arms = {"A": baseline, "B": candidate}
+    values: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
+    walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
+    rss: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
+    side_effects: list[str] = []
+    for i, pair in enumerate(order):
+        progress(f"pair {i + 1}/{pairs} ({pair})")
+        argv = pair_inputs[i] if pair_inputs is not None else None
+        outs = {}
+        for arm in pair:
+            target = arms[arm]
+            out = execute.run_once(contract, target, scratch, argv=argv, tag=f"pair-{i}-{arm}")
+            outs[arm] = out
+            failure = execute.classify(out)
+            if failure is not None or out.value is None:
+                message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
+                fault = ev.FaultRecorded(
+                    stage=purpose, target=target.label, failure_class=failure or "launch-failed",
+                    message=f"pair {i + 1}: {message}",
+                )
+                return CampaignResult(None, fault, side_effects)
+            values[target.label].append(round(out.value, 9))
+            walls[target.label].append(round(out.process.wall_s, 9))
+            rss[target.label].append(float(out.process.max_rss_kb))
+            side_effects.extend(f"{target.label}: {s}" for s in out.side_effects)
+        if argv is not None:
+            differs = _pair_mismatch(contract, outs["B"], outs["A"], argv, i)
+            if differs is not None:
+                fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="oracle-failed",
+                                         message=differs)
+                return CampaignResult(None, fault, side_effects)
+    samples = {}
+    for label in (baseline.label, candidate.label):
+        samples[label] = values[label]
+        samples[f"{label}:wall_s"] = walls[label]
+        samples[f"{label}:max_rss_kb"] = rss[label]
+    conditions = ev.TimingConditions(
+        host=host,
+        argv=list(contract.run.argv),
+        metric=contract.metric.kind,
+        tool_versions=tool_versions,
+        arms={
+            baseline.label: ev.TimedArm(binary_before=base_bin_before, binary_after=execute.binary_digest(baseline),
+                                        inputs_sha256=inputs[baseline.label]),
+            candidate.label: ev.TimedArm(binary_before=cand_bin_before, binary_after=execute.binary_digest(candidate),
+                                         inputs_sha256=inputs[candidate.label]),
+        },
+        side_effects=sorted(set(side_effects)),
+        input_seed=input_seed if pair_inputs is not None else None,
+        pair_inputs=[list(a) for a in pair_inputs] if pair_inputs is not None else [],
+    )
+    timing = ev.TimingRecorded(
+        purpose=purpose,
+        targets=[baseline.label, candidate.label],
+        metric=f"{contract.metric.kind}_time_s",
+        unit="s",
+        samples=samples,
+        order=order,
+        seed=seed,
+        exploratory=exploratory,
+        conditions=conditions,
+    )
+    return CampaignResult(timing, None, sorted(set(side_effects)))

@@ -1,0 +1,91 @@
+"""`pw confirm RUN ID [--fresh]`: the final word on a candidate.
+
+By default it reuses the paired samples and the reprofile already collected and launches no
+process: the judgement is recomputed from the ledger and recorded as `WinnerConfirmed`. `--fresh`
+runs a new multi-pair campaign and a reprofile first. In winner-confirmation mode the screening
+samples are exploratory (one pair), so confirmation always runs the configured multi-pair campaign
+and the full profile for the chosen winner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from ledger import events as ev
+from ledger.errors import RejectedCommand, WorkloadError
+from pw.app import campaign
+from pw.app.judging import judge_recorded
+from pw.app.run import RunHandle
+from pw.workload import workspace
+
+
+class ConfirmResult(msgspec.Struct, frozen=True):
+    id: str
+    fresh: bool
+    launched: bool
+    status: str
+    reasons: list[str]
+    speedup: float | None
+    interval: list[float] | None
+    gates: list[ev.GateResult]
+
+
+def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str], None] = lambda _m: None) -> ConfirmResult:
+    from pw.rules.candidates import check_id
+
+    check_id(cid)
+    state = handle.state()
+    cand = state.candidates.get(cid)
+    if cand is None or cand.verdict is None:
+        raise RejectedCommand(f"candidate {cid!r} has no evaluation to confirm; run `pw evaluate {handle.path} {cid}` first")
+    if cand.verdict.status == "rejected":
+        raise RejectedCommand(f"candidate {cid!r} was rejected ({'; '.join(cand.verdict.reasons)[:160]}); nothing to confirm")
+    contract = state.run.contract
+    needs_campaign = fresh or contract.sampling.mode == "winner-confirmation"
+    launched = False
+    if needs_campaign:
+        from pw.app.evaluate import candidate_target, ensure_baseline_built, reprofile, tool_versions
+
+        ws = handle.path / cand.prepared.workspace
+        files = workspace.source_files(ws)
+        if workspace.tree_digest(ws, files) != cand.diff.source_sha256:
+            raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; evaluate it again first")
+        target = candidate_target(handle, cid, ws, files)
+        baseline = ensure_baseline_built(handle, state)
+        pairs = max(contract.sampling.pairs, 5)
+        scratch = handle.path / "scratch" / cid
+        progress(f"confirmation: {pairs} pairs")
+        result = campaign.run_pairs(
+            contract, baseline, target, pairs=pairs,
+            seed=campaign.campaign_seed(state.run.run_id, cid, cand.diff.attempt, f"confirmation-{state.head.seq}"),
+            purpose="confirmation", exploratory=False, host=state.run.host.hostname, scratch=scratch,
+            tool_versions=tool_versions(state), progress=progress,
+        )
+        launched = True
+        if result.failure is not None:
+            handle.record(state, [result.failure])
+            raise WorkloadError(
+                f"confirmation campaign for {cid!r} failed: {result.failure.failure_class}: {result.failure.message}; "
+                "no confirmation recorded",
+                failure_class=result.failure.failure_class,
+            )
+        else:
+            state = handle.record(state, [result.timing])
+            state = reprofile(handle, state, target, progress)
+    j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
+    if j.profile_diff is not None:
+        handle.evidence.put(j.profile_diff)
+    confirmed = ev.WinnerConfirmed(
+        id=cid, fresh=needs_campaign, status=j.verdict.status, reasons=j.verdict.reasons,
+        speedup=j.verdict.speedup, interval=j.verdict.interval, timing_seq=j.evaluated.timing_seq,
+    )
+    batch: list[ev.Payload] = [confirmed]
+    if needs_campaign:  # the fresh evidence gets its own gate record, so audit can recompute it
+        batch = [j.gates, confirmed]
+    state = handle.record(state, batch)
+    return ConfirmResult(
+        id=cid, fresh=needs_campaign, launched=launched, status=confirmed.status, reasons=confirmed.reasons,
+        speedup=confirmed.speedup, interval=confirmed.interval, gates=j.gates.gates,
+    )

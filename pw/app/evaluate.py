@@ -1,0 +1,200 @@
+"""`pw evaluate RUN ID`: diff, build, oracle, paired timing, reprofile, gates, verdict.
+
+Each step's events are appended as soon as the step is done (so an interrupted evaluation keeps
+its evidence); the judgement — CandidateEvaluated, GatesEvaluated and VerdictReached — is one
+atomic batch computed by `pw.rules.judge` from the ledger and evidence alone, the same function
+`pw audit` runs again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from ledger import events as ev
+from ledger.errors import ToolError
+from pw.app import campaign
+from pw.app.judging import judge_candidate
+from pw.app.run import RunHandle
+from pw.rules import candidates
+from pw.workload import correctness, diffing, workspace
+from pw.workload import steps as execute
+
+
+class EvaluateResult(msgspec.Struct, frozen=True):
+    id: str
+    attempt: int
+    status: str
+    reasons: list[str]
+    repairable: bool
+    speedup: float | None
+    interval: list[float] | None
+    gates: list[ev.GateResult]
+    exploratory: bool
+    patch: str
+    repairs_left: int
+
+
+def candidate_target(handle: RunHandle, cid: str, ws: Path, files: list[str]) -> execute.Target:
+    return execute.Target(label=cid, src_dir=ws, build_dir=handle.path / "build" / cid, files=files)
+
+
+def baseline_target(handle: RunHandle) -> execute.Target:
+    src = handle.path / "baseline"
+    return execute.Target(
+        label="baseline", src_dir=src, build_dir=handle.path / "build" / "baseline", files=workspace.source_files(src)
+    )
+
+
+def tool_versions(state) -> dict[str, str]:
+    """The versions in force now: compilers asked again (a cheap `--version` each, so a compiler
+    upgraded since `pw start` shows up as a changed condition), profilers as probed at preflight."""
+    from pw.workload import host
+
+    pf = state.preflight
+    out = {p.name: p.version or "" for p in pf.profilers} if pf else {}
+    out.update({c.name: c.version or "" for c in (host.tool_version(n) for n in host.COMPILERS) if c.path is not None})
+    return dict(sorted(out.items()))
+
+
+def stable_reference(handle: RunHandle, state) -> str | None:
+    if state.run.contract.oracle.kind not in ("stable", "baseline"):
+        return None
+    sha = state.oracles["baseline"].output_sha256
+    return handle.evidence.get(sha).decode(errors="replace") if sha else None
+
+
+def secret_seed() -> int:
+    """A seed nobody can know before it is drawn (the OS's entropy), recorded once it is used."""
+    import secrets
+
+    return secrets.randbits(63)
+
+
+def draw_fresh_holdouts(handle: RunHandle, state, target: str, binary_sha256: str | None):
+    """(state, inputs): fresh inputs from the manifest's generators, drawn now and recorded as
+    `HoldoutsDrawn`; no event and no inputs without generators."""
+    from pw.workload.holdouts import draw_holdouts
+
+    generators = state.run.contract.oracle.generators
+    if not generators:
+        return state, []
+    seed = secret_seed()
+    inputs = draw_holdouts(list(generators), seed)
+    state = handle.record(state, [ev.HoldoutsDrawn(target=target, binary_sha256=binary_sha256, seed=seed,
+                                                   inputs=inputs)])
+    return state, inputs
+
+
+def ensure_baseline_built(handle: RunHandle, state) -> execute.Target:
+    """The baseline build tree must still hash to what was built; if it is gone, rebuild it identically."""
+    target = baseline_target(handle)
+    recorded = state.builds["baseline"].binary_sha256
+    if not target.build_dir.is_dir():
+        rebuilt = execute.build(state.run.contract, target, handle.evidence, handle.logs)
+        if rebuilt.binary_sha256 != recorded:
+            raise ToolError("the baseline build tree was missing and a rebuild does not hash the same; start a new run")
+    return target
+
+
+def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lambda _m: None) -> EvaluateResult:
+    state = handle.state()
+    cand, attempt = candidates.decide_evaluate(state, cid)
+    run = state.run
+    contract = run.contract
+    scratch = handle.path / "scratch" / cid
+    ws = handle.path / cand.prepared.workspace
+    files = workspace.source_files(ws)
+
+    progress("diff")
+    tree = diffing.diff_against_manifest(handle.evidence, cand.prepared.parent_manifest_sha256, ws, files)
+    patch_sha = handle.evidence.put(tree.patch)  # the projections copy it to variants/<id>.patch
+    refused = candidates.refused_edits(tree.changed, contract)
+    state = handle.record(state, [ev.CandidateDiffRecorded(
+        id=cid, attempt=attempt, patch_sha256=patch_sha, changed=tree.changed, refused=refused,
+        source_sha256=workspace.tree_digest(ws, files),
+    )])
+
+    exploratory = contract.sampling.mode == "winner-confirmation"
+    if not refused:
+        state = _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, progress)
+    progress("gates")
+    batch = judge_candidate(handle, cid)
+    state = handle.record(state, batch)
+    verdict = state.candidates[cid].verdict
+    gates = state.candidates[cid].gates
+    repairs_left = max(0, run.budgets.repairs - max(0, state.candidates[cid].failed_attempts - 1))
+    import shutil
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    return EvaluateResult(
+        id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
+        speedup=verdict.speedup, interval=verdict.interval, gates=gates.gates if gates else [],
+        exploratory=verdict.exploratory,
+        patch=str(handle.path / "variants" / f"{cid}.patch"), repairs_left=repairs_left,
+    )
+
+
+def _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, progress):
+    contract = state.run.contract
+    target = candidate_target(handle, cid, ws, files)
+    progress("build")
+    built = execute.build(contract, target, handle.evidence, handle.logs)
+    state = handle.record(state, [built])
+    if built.outcome != "ok":
+        return state
+    baseline = ensure_baseline_built(handle, state)
+    # Only now, with the candidate built and hashed, are its holdout inputs drawn (and recorded).
+    state, fresh = draw_fresh_holdouts(handle, state, cid, built.binary_sha256)
+    progress("oracle")
+    oracle = correctness.check(
+        contract, target, handle.path / "baseline", scratch, handle.evidence,
+        stable_reference=stable_reference(handle, state), baseline=baseline, fresh=fresh,
+    )
+    state = handle.record(state, [oracle.event] + ([oracle.fault] if oracle.fault else []))
+    if not oracle.event.passed:
+        return state
+    pairs = 1 if exploratory else contract.sampling.pairs
+    progress(f"timing {pairs} pair(s)")
+    result = campaign.run_pairs(
+        contract, baseline, target, pairs=pairs,
+        seed=campaign.campaign_seed(state.run.run_id, cid, attempt, "screening"),
+        purpose="screening", exploratory=exploratory, host=state.run.host.hostname,
+        scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+        input_seed=secret_seed(),
+    )
+    if result.failure is not None:
+        return handle.record(state, [result.failure])
+    state = handle.record(state, [result.timing])
+    if contract.profiling.cadence == "every-candidate":
+        state = reprofile(handle, state, target, progress)
+    return state
+
+
+def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> object:
+    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable)."""
+    from pw.workload import capture as profiling
+
+    adapter = state.hotspot and _baseline_adapter(state)
+    if adapter is None:
+        return state
+    progress(f"reprofile with {adapter}")
+    before = workspace.snapshot(target.build_dir)
+    result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch")
+    # Like every timed run (execute.run_once), the profiled run must not leave files in the build
+    # tree: a file it creates there (a result cache) would be read by the next campaign's runs.
+    for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
+        (target.build_dir / rel).unlink(missing_ok=True)
+    state = handle.record(state, [result.captured, result.normalized])
+    return state
+
+
+def _baseline_adapter(state) -> str | None:
+    for key, normalized in sorted(state.profiles.items()):
+        if normalized.target == "baseline" and key.endswith(":" + normalized.adapter):
+            routing = state.routing.get("discovery")
+            if routing is None or routing.chosen == normalized.adapter:
+                return normalized.adapter
+    return None

@@ -1,0 +1,324 @@
+"""`pw start`: from a workload directory to a trustworthy baseline, one recorded stage at a time.
+
+contract -> copy -> preflight -> build -> oracle -> baseline timing -> profile (routing, hotspot,
+source targets, brief). Every stage appends its events together with `StageCompleted` in one
+atomic batch, so an interrupted start resumes (`--resume RUN`) by skipping the stages whose inputs
+hash the same and never records a stage twice. A recorded stage whose outputs outside the ledger are
+gone (a deleted build tree) runs again under the same inputs hash, after a `Note` saying why. Faults
+are recorded as events and end the start with exit 1 and one clear line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from ledger import events as ev
+from ledger.contract import Contract
+from ledger.errors import InputError, LedgerCorrupt, TornTail, WorkloadError
+from projections.state import RunState
+from pw.app.run import RunHandle
+from pw.cli import diagnostics
+from pw.rules import stages as decide
+from pw.workload import correctness, workspace
+from pw.workload import steps as execute
+from pw.workload.host import host_info
+from pw.workload.inference import infer_contract, slug
+from pw.workload.manifest import MANIFEST, load_manifest
+
+BASELINE_RUNS = 5  # timed runs after one warm-up; enough to estimate run-to-run variation
+
+
+class StartOptions(msgspec.Struct, frozen=True):
+    workload: str | None = None
+    resume: str | None = None
+    iterations: int = 10
+    repairs: int = 7
+    runs_dir: str = "runs"
+    baseline_runs: int = BASELINE_RUNS
+    profile: bool = True
+
+
+class StartResult(msgspec.Struct, frozen=True):
+    run_dir: str
+    run_id: str
+    status: str
+    inferred: bool
+    inference: list[str]
+    skipped: list[str]
+    completed: list[str]
+    next: str
+    message: str = ""
+    oracle: str = ""  # what the oracle compares, in words
+
+
+Progress = Callable[[str], None]
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(msgspec.json.encode(obj, order="deterministic")).hexdigest()
+
+
+def _new_run_id(runs_dir: Path, name: str) -> str:
+    base = f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{slug(name)}"
+    run_id, n = base, 1
+    while (runs_dir / run_id).exists() or (runs_dir / f".{run_id}.partial").exists():
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def _load_contract(workload: Path) -> tuple[Contract, str | None, bool, list[str]]:
+    if (workload / MANIFEST).exists() and not (workload / MANIFEST).is_file():
+        raise InputError(f"{MANIFEST}: expected a file in {workload}, found a directory or special file")
+    if (workload / MANIFEST).is_file():
+        contract, raw = load_manifest(workload)
+        return contract, hashlib.sha256(raw).hexdigest(), False, [f"contract: explicit {MANIFEST}"]
+    contract, decisions = infer_contract(workload)
+    return contract, None, True, decisions
+
+
+def create_run(opts: StartOptions, progress: Progress) -> RunHandle:
+    """Validate the workload, copy its source tree and record RunStarted; the run directory
+    appears under its final name only once that first event is on disk."""
+    workload = Path(opts.workload or "")
+    if not workload.is_dir():
+        raise InputError(f"--workload {opts.workload}: expected a workload directory")
+    if opts.iterations < 1 or opts.repairs < 0:
+        raise InputError("--iterations must be >= 1 and --repairs >= 0")
+    progress("reading the workload contract")
+    contract, manifest_sha, inferred, decisions = _load_contract(workload)
+    runs_dir = Path(opts.runs_dir)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    src_root = workload / contract.source.root
+    files = workspace.source_files(src_root, exclude=list(contract.source.exclude), skip=(runs_dir,))
+    source_sha = workspace.tree_digest(src_root, files)
+    run_id = _new_run_id(runs_dir, contract.name)
+    partial = runs_dir / f".{run_id}.partial"
+    try:
+        progress("copying the source tree to baseline/")
+        workspace.copy_files(src_root, partial / "baseline", files)
+        handle = RunHandle(partial)
+        started = ev.RunStarted(
+            run_id=run_id,
+            workload=str(workload),
+            contract=contract,
+            manifest_sha256=manifest_sha,
+            inferred=inferred,
+            inference=decisions,
+            source_sha256=source_sha,
+            budgets=ev.Budgets(iterations=opts.iterations, repairs=opts.repairs),
+            host=host_info(),
+        )
+        handle.record(handle.state() if handle.ledger.exists() else _empty(), [started])
+        final = runs_dir / run_id
+        os.replace(partial, final)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return RunHandle(final)
+
+
+def _empty():
+    from projections.state import initial
+
+    return initial()
+
+
+def baseline_target(handle: RunHandle, run: ev.RunStarted) -> execute.Target:
+    files = workspace.source_files(handle.path / "baseline")
+    return execute.Target(
+        label="baseline", src_dir=handle.path / "baseline", build_dir=handle.path / "build" / "baseline", files=files
+    )
+
+
+def build_outputs_lost(state: RunState, target: execute.Target, run_dir: Path) -> str | None:
+    """Why the recorded baseline build no longer stands (its tree deleted, changed, or its last
+    attempt failed), or None when the tree on disk is still what was recorded."""
+    recorded = state.builds.get("baseline")
+    where = target.build_dir.relative_to(run_dir).as_posix()
+    if recorded is None or recorded.outcome != "ok":
+        return "its last recorded build did not succeed"
+    if not target.build_dir.is_dir():
+        return f"its output tree {where}/ is missing"
+    if execute.binary_digest(target) != recorded.binary_sha256:
+        return f"its output tree {where}/ no longer hashes to the recorded {(recorded.binary_sha256 or '-')[:12]}"
+    return None
+
+
+class _Stage:
+    """Runs one stage unless the ledger already has it for the same inputs."""
+
+    def __init__(self, handle: RunHandle, progress: Progress, skipped: list[str], completed: list[str]) -> None:
+        self.handle = handle
+        self.progress = progress
+        self.skipped = skipped
+        self.completed = completed
+
+    def __call__(self, state, stage: str, inputs: str, work: Callable[[], list[ev.Payload]],
+                 outputs_lost: Callable[[RunState], str | None] | None = None):
+        """`outputs_lost` looks at what a recorded stage left outside the ledger; when it names
+        something gone, the stage runs again for the same inputs and the ledger says why."""
+        redo = None
+        if decide.stage_done(state, stage, inputs):
+            redo = outputs_lost(state) if outputs_lost else None
+            if redo is None:
+                if diagnostics.debugging():
+                    diagnostics.log().debug("stage skipped", stage=stage, reason="recorded for the same inputs")
+                self.skipped.append(stage)
+                return state
+        self.progress(stage if redo is None else f"{stage} again: {redo}")
+        results = work()
+        state = self.handle.record(state, decide.decide_stage(state, stage, inputs, results, redo=redo))
+        fault = next((e for e in results if isinstance(e, ev.FaultRecorded)), None)
+        if fault is not None:
+            raise WorkloadError(f"{stage}: {fault.failure_class}: {fault.message}", failure_class=fault.failure_class)
+        self.completed.append(stage)
+        return state
+
+
+def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> StartResult:
+    state = handle.state()
+    run = state.run
+    if run is None:
+        raise InputError(f"{handle.path}: the ledger has no RunStarted; expected a run made by `pw start`")
+    contract = run.contract
+    target = baseline_target(handle, run)
+    skipped: list[str] = []
+    completed: list[str] = []
+    stage = _Stage(handle, progress, skipped, completed)
+    scratch = handle.path / "scratch"
+
+    from pw.app.preflight import run_preflight
+
+    cache_dir = Path(opts.runs_dir) / ".preflight-cache"
+    state = stage(state, "preflight", _digest([run.host, run.source_sha256]),
+                  lambda: [run_preflight(run.host, run.source_sha256, cache_dir)])
+
+    def do_build() -> list[ev.Payload]:
+        built = execute.build(contract, target, handle.evidence, handle.logs)
+        if built.outcome == "ok":
+            return [built]
+        last = built.steps[-1]
+        what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
+        fault = ev.FaultRecorded(
+            stage="build",
+            target="baseline",
+            failure_class="timeout" if built.outcome == "timeout" else "build-failed",
+            message=f"`{' '.join(last.argv)}` {what}; log evidence {last.log_sha256[:12] if last.log_sha256 else '-'}",
+            log_sha256=last.log_sha256,
+        )
+        return [built, fault]
+
+    state = stage(state, "build", _digest([run.source_sha256, contract.build]), do_build,
+                  lambda now: build_outputs_lost(now, target, handle.path))
+    binary = state.builds["baseline"].binary_sha256 or ""
+
+    def do_oracle() -> list[ev.Payload]:
+        # The generators are tried on the baseline too: a range the program rejects would fail every
+        # candidate later, so it fails here, with the input named.
+        drawn: list[ev.Payload] = []
+        fresh: list[list[str]] = []
+        if contract.oracle.generators:
+            from pw.app.evaluate import secret_seed
+            from pw.workload.holdouts import draw_holdouts
+
+            seed = secret_seed()
+            fresh = draw_holdouts(list(contract.oracle.generators), seed)
+            drawn = [ev.HoldoutsDrawn(target="baseline", binary_sha256=binary, seed=seed, inputs=fresh)]
+        result = correctness.check(contract, target, target.src_dir, scratch, handle.evidence,
+                                   baseline=target, fresh=fresh)
+        return drawn + [result.event] + ([result.fault] if result.fault else [])
+
+    state = stage(state, "oracle", _digest([binary, contract.oracle, contract.run]), do_oracle)
+
+    def do_timing() -> list[ev.Payload]:
+        samples, rss = [], []
+        for i in range(opts.baseline_runs + 1):
+            progress(f"baseline-timing run {i + 1}/{opts.baseline_runs + 1}")
+            out = execute.run_once(contract, target, scratch, tag="timing")
+            failure = execute.classify(out)
+            if failure is not None or out.value is None:
+                message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
+                return [ev.FaultRecorded(stage="baseline-timing", target="baseline",
+                                         failure_class=failure or "launch-failed", message=message)]
+            if i > 0:  # the first run is a warm-up (page cache, CPU frequency) and is not kept
+                samples.append(round(out.value, 9))
+                rss.append(float(out.process.max_rss_kb))
+        return [
+            ev.TimingRecorded(
+                purpose="baseline-variance",
+                targets=["baseline"],
+                metric=f"{contract.metric.kind}_time_s",
+                unit="s",
+                samples={"baseline": samples, "baseline:max_rss_kb": rss},
+                order=["A"] * len(samples),
+                seed=0,
+                exploratory=False,
+                conditions=ev.TimingConditions(
+                    host=run.host.hostname, argv=list(contract.run.argv), metric=contract.metric.kind,
+                    warmup_runs=1,
+                    arms={"baseline": ev.TimedArm(binary_before=binary, binary_after=execute.binary_digest(target),
+                                                  inputs_sha256=execute.inputs_digest(contract, target))},
+                ),
+            )
+        ]
+
+    state = stage(state, "baseline-timing", _digest([binary, contract.run, contract.metric, opts.baseline_runs]),
+                  do_timing)
+
+    if opts.profile:
+        from pw.app.profile_baseline import profile_stage
+
+        state = stage(state, "profile", _digest([binary, "profile-v1"]),
+                      lambda: profile_stage(handle, state, target, progress))
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    next_cmd = f"pw prepare {handle.path} --candidate <id>:baseline:<mechanism>"
+    oracle = state.oracles.get("baseline")
+    message = ""
+    if oracle is not None and oracle.compares_nothing:
+        # A contract failure, not a pass: said now, and every verdict is capped at proposed.
+        message = (f"the oracle compares nothing: {oracle.compares_nothing}; until it does, no candidate "
+                   "can be verified (ceiling: proposed)")
+    return StartResult(
+        run_dir=str(handle.path),
+        run_id=run.run_id,
+        status="ready",
+        inferred=run.inferred,
+        inference=run.inference,
+        skipped=skipped,
+        completed=completed,
+        next=next_cmd,
+        message=message,
+        oracle=oracle.compared if oracle is not None and oracle.compared else "",
+    )
+
+
+def start(opts: StartOptions, progress: Progress = lambda _: None) -> StartResult:
+    if opts.resume:
+        from pw.cli.runpath import resolve_run
+
+        handle = RunHandle(resolve_run(opts.resume).path)
+        if not handle.ledger.exists():
+            raise InputError(f"--resume {opts.resume}: expected a run directory made by `pw start`")
+        try:
+            state = handle.state()
+        except LedgerCorrupt as exc:  # name the file, as every other error does
+            detail = str(exc).removeprefix("ledger: ")
+            hint = f"; run `pw repair {handle.path}`" if isinstance(exc, TornTail) else ""
+            raise InputError(f"--resume {opts.resume}: {handle.ledger.path}: {detail}{hint}") from None
+        if state.run is not None:
+            # Killed between an append and its projection write: the ledger is the truth, so bring
+            # the projections up to it even when every stage is skipped and nothing is recorded.
+            handle.materialize(state)
+        opts = msgspec.structs.replace(opts, runs_dir=str(handle.path.parent))
+    else:
+        handle = create_run(opts, progress)
+    return run_stages(handle, opts, progress)

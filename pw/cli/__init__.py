@@ -1,0 +1,147 @@
+"""The `pw` command line: a table of verbs, each a small function imported only when it runs.
+
+Keeping heavy imports (numpy, scipy, rich, msgspec types) inside the verbs keeps `pw --help` fast.
+Errors from the one family in `ledger.errors` are rendered here, and only here, as one line on
+stderr with the exit code of DESIGN.md §7: 0 success, 1 a verdict or check that did not pass,
+2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# verb -> "module:function"; the module is imported only when the verb runs.
+VERBS: dict[str, str] = {
+    "start": "pw.cli.begin:start",
+    "prepare": "pw.cli.loop:prepare",
+    "evaluate": "pw.cli.loop:evaluate",
+    "confirm": "pw.cli.loop:confirm",
+    "status": "pw.cli.loop:status",
+    "report": "pw.cli.look:report",
+    "demo": "pw.cli.begin:demo",
+    "inspect": "pw.cli.look:inspect",
+    "doctor": "pw.cli.upkeep:doctor",
+    "tokens": "pw.cli.upkeep:tokens",
+    "log": "pw.cli.look:log",
+    "replay": "pw.cli.look:replay",
+    "audit": "pw.cli.upkeep:audit",
+    "rebuild": "pw.cli.upkeep:rebuild",
+    "repair": "pw.cli.upkeep:repair",
+    "validate": "pw.cli.upkeep:validate",
+    "kernel-profile": "pw.cli.kernel_cache:kernel_profile",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as for any bad input
+        self.exit(2, f"pw: error: {message} (see: {self.prog} --help)\n")
+
+
+def _verb(sub, name: str, help: str, *, run: bool = True, json_help: str | None = None) -> argparse.ArgumentParser:
+    """A verb's parser. Every verb takes --json (DESIGN.md §7); most take RUN first."""
+    p = sub.add_parser(name, help=help)
+    if run:
+        p.add_argument("run", metavar="RUN", help="a run directory, or any file inside one")
+    p.add_argument("--json", action="store_true", help=json_help or "print the result as JSON")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="pw",
+        description="ProfileWeaver: measure why a program is slow and judge rewrites with six trust gates.",
+    )
+    parser.add_argument("--version", action="version", version="profileweaver 0.1.0")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+
+    p = _verb(sub, "start", "build, check and time a workload's baseline, then profile it", run=False,
+              json_help="print a JSON object with at least run_dir")
+    p.add_argument("--workload", metavar="DIR", help="the workload directory (read only; never modified)")
+    p.add_argument("--resume", metavar="RUN", help="continue an interrupted start of this run")
+    p.add_argument("--iterations", type=int, default=10, metavar="N", help="candidate budget (default 10)")
+    p.add_argument("--repairs", type=int, default=7, metavar="N", help="repair budget per candidate (default 7)")
+    p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default runs/)")
+    p.add_argument("--no-profile", action="store_true", help="stop after the baseline timing")
+
+    p = _verb(sub, "prepare", "make candidate workspaces for the agent to edit")
+    p.add_argument("--candidate", action="append", required=True, metavar="ID:PARENT:MECHANISM",
+                   help="PARENT is baseline, current (best verified so far) or a candidate id; repeatable")
+
+    p = _verb(sub, "evaluate", "build, check, time and reprofile a candidate; apply the six gates")
+    p.add_argument("id", metavar="ID")
+
+    p = _verb(sub, "confirm", "confirm a candidate (reuses collected evidence unless --fresh)")
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--fresh", action="store_true", help="run a new paired campaign and reprofile first")
+
+    p = _verb(sub, "status", "the candidate ledger at a glance")
+
+    p = _verb(sub, "report", "rebuild report.json, report.md and their plots")
+
+    p = _verb(sub, "demo", "the whole loop on workloads/matmul-c with three bundled candidates", run=False,
+              json_help="print run_dir and each candidate's status and gates")
+    p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where the run directory goes (default runs/)")
+
+    p = _verb(sub, "inspect", "one bounded diagnostic view (profile, lines, mechanisms, routing, ...)")
+    p.add_argument("--section", default="profile",
+                   choices=("profile", "lines", "mechanisms", "facts", "routing", "timing", "gates", "diff", "slices"))
+    p.add_argument("--candidate", metavar="ID", help="a candidate's view (gates, timing, diff)")
+    p.add_argument("--group", metavar="G", help="only items mentioning G (e.g. a function or metric)")
+    p.add_argument("--format", choices=("text", "json", "speedscope"), default="text",
+                   help="speedscope: the normalized profile as a flame-graph file")
+
+    p = _verb(sub, "doctor", "which profilers are usable on this machine, and why not", run=False)
+
+    p = _verb(sub, "tokens", "measured o200k token cost of every skill, reference and brief", run=False)
+    p.add_argument("--run", metavar="RUN", help="also count a run's emitted brief and view")
+
+    p = _verb(sub, "log", "show the run's events as a table", json_help="one JSON object per event")
+
+    p = _verb(sub, "replay", "show the run state as of an event")
+    p.add_argument("--until", type=int, metavar="SEQ", help="last event to fold (default: all)")
+
+    p = _verb(sub, "audit", "verify the chain and recompute every projection and verdict")
+
+    p = _verb(sub, "rebuild", "rewrite every projection file from the ledger")
+
+    p = _verb(sub, "repair", "quarantine a torn ledger tail and record the repair")
+
+    p = _verb(sub, "validate", "check a run file or profileweaver.json against its schema", run=False)
+    p.add_argument("file", metavar="FILE")
+
+    from pw.cli.kernel_cache import add_parser as add_kernel_profile  # argparse only; no heavy imports
+
+    add_kernel_profile(sub, _verb)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return 2
+    module_name, func_name = VERBS[args.verb].split(":")
+    from ledger.errors import PWError
+
+    try:
+        handler = getattr(importlib.import_module(module_name), func_name)
+        return int(handler(args) or 0)
+    except PWError as exc:
+        from pw.cli import diagnostics
+
+        if diagnostics.debugging():
+            diagnostics.log().debug("error", verb=args.verb, error=type(exc).__name__, exc_info=True)
+        sys.stderr.write(f"pw {args.verb}: {exc.message}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"pw {args.verb}: interrupted; the ledger holds every completed step\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

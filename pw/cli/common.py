@@ -1,0 +1,65 @@
+"""Small helpers every verb uses: opening a run's ledger, printing results."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import msgspec
+
+from ledger.errors import InputError, LedgerCorrupt, TornTail
+from ledger.store import Ledger
+from pw.cli.runpath import RunDir, resolve_run
+
+
+def open_run(arg: str) -> tuple[RunDir, Ledger]:
+    run = resolve_run(arg)
+    return run, Ledger(run.ledger_path)
+
+
+def checked_events(run: RunDir, ledger: Ledger, *, until: int | None = None, ledger_path=None):
+    """All events, or one clear error naming the ledger and what is wrong with it."""
+    path = ledger_path or run.ledger_path
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: empty file, expected a ProfileWeaver ledger")
+    try:
+        return ledger.events(until=until)
+    except TornTail as exc:
+        if exc.seq == 1 and not first_line_intact(path):
+            raise InputError(f"{path}: not a ProfileWeaver ledger (first line is not a valid event)") from None
+        raise InputError(
+            f"{path}: torn tail at byte {exc.offset} (an interrupted append); "
+            f"run `pw repair {run.path}` to quarantine it"
+        ) from None
+    except LedgerCorrupt as exc:
+        detail = str(exc).removeprefix("ledger: ")
+        if exc.seq == 1 and not first_line_intact(path):
+            raise InputError(f"{path}: not a ProfileWeaver ledger ({detail})") from None
+        # A whole, hashed line that does not fit (newer version, broken chain): say so, naming the file.
+        raise LedgerCorrupt(f"{path}: {detail}", seq=exc.seq, offset=exc.offset) from None
+
+
+def first_line_intact(path) -> bool:
+    """True when the file's first line is a complete ledger line carrying its own hash: the file
+    is a ledger (perhaps damaged later), not some other file in its place."""
+    from ledger.codec import line_digest_ok
+
+    with open(path, "rb") as f:
+        first = f.readline(1 << 24)
+    return first.endswith(b"\n") and line_digest_ok(first[:-1])
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.buffer.write(msgspec.json.encode(obj) + b"\n")
+    sys.stdout.flush()
+
+
+def print_text(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
+
+
+def console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)

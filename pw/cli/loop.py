@@ -1,0 +1,116 @@
+"""Verbs of the candidate loop: prepare, evaluate, confirm, status."""
+
+from __future__ import annotations
+
+from ledger.codec import to_builtins
+from pw.cli.begin import progress_reporter
+from pw.cli.common import checked_events, console, open_run, print_json, print_text
+
+
+def _handle(arg: str):
+    from pw.app.run import RunHandle
+
+    run, ledger = open_run(arg)
+    checked_events(run, ledger)
+    return RunHandle(run.path)
+
+
+def prepare(args) -> int:
+    from pw.app.prepare import prepare as do_prepare
+
+    handle = _handle(args.run)
+    prepared = do_prepare(handle, args.candidate)
+    if args.json:
+        print_json({"run_dir": str(handle.path), "candidates": to_builtins(prepared)})
+        return 0
+    lines = []
+    for p in prepared:
+        lines.append(f"candidate {p.id} (parent {p.parent}): edit only these files in {p.workspace}/")
+        lines += [f"  {f}" for f in p.targets]
+        others = [f for f in p.editable if f not in p.targets]
+        if others:
+            lines.append(f"  (also editable: {', '.join(others)})")
+        lines.append(f"next: pw evaluate {handle.path} {p.id}")
+    print_text("\n".join(lines))
+    return 0
+
+
+def _gate_line(gates) -> str:
+    return " ".join(f"{g.name}:{'pass' if g.passed else 'FAIL'}" for g in gates)
+
+
+def evaluate(args) -> int:
+    from pw.app.evaluate import evaluate as do_evaluate
+
+    handle = _handle(args.run)
+    with progress_reporter(not args.json) as progress:
+        result = do_evaluate(handle, args.id, progress)
+    if args.json:
+        print_json(to_builtins(result) | {"run_dir": str(handle.path)})
+    else:
+        speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
+        lines = [f"{result.id} attempt {result.attempt}: {result.status} (speedup {speed})"]
+        lines += [f"  {r}" for r in result.reasons]
+        if result.gates:
+            lines.append(f"  gates: {_gate_line(result.gates)}")
+        lines.append(f"  patch: {result.patch}")
+        if result.repairable and result.repairs_left:
+            lines.append(f"  repairs left: {result.repairs_left} (edit the workspace and evaluate again)")
+        print_text("\n".join(lines))
+    return 0 if result.status == "verified" else 1
+
+
+def confirm(args) -> int:
+    from pw.app.confirm import confirm as do_confirm
+
+    handle = _handle(args.run)
+    with progress_reporter(not args.json) as progress:
+        result = do_confirm(handle, args.id, fresh=args.fresh, progress=progress)
+    if args.json:
+        print_json(to_builtins(result) | {"run_dir": str(handle.path)})
+    else:
+        speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
+        how = "fresh campaign" if result.launched else "reused the samples and reprofile already collected"
+        lines = [f"{result.id}: {result.status} (speedup {speed}; {how})", f"  gates: {_gate_line(result.gates)}"]
+        lines += [f"  {r}" for r in result.reasons]
+        lines.append(f"next: pw report {handle.path}")
+        print_text("\n".join(lines))
+    return 0 if result.status == "verified" else 1
+
+
+def status(args) -> int:
+    from pw.rules.candidates import best_verified
+
+    handle = _handle(args.run)
+    state = handle.state()
+    best = best_verified(state)
+    rows = []
+    for cid, cand in sorted(state.candidates.items(), key=lambda kv: kv[1].prepared_seq):
+        v = cand.confirmation or cand.verdict
+        rows.append({
+            "id": cid,
+            "parent": cand.prepared.resolved_parent,
+            "mechanism": cand.prepared.mechanism,
+            "status": v.status if v else "prepared",
+            "speedup": v.speedup if v else None,
+            "interval": v.interval if v else None,
+            "gates": {g.name: g.passed for g in cand.gates.gates} if cand.gates else {},
+            "kept": cid == best,
+            "attempts": cand.attempts,
+        })
+    if args.json:
+        print_json({"run_dir": str(handle.path), "best": best, "candidates": rows})
+        return 0
+    from rich.table import Table
+
+    hs = state.hotspot
+    title = f"{state.run.run_id}" + (f" · hotspot {hs.name} {hs.share:.0%} (ceiling {hs.amdahl_ceiling or 0:.2f}x)" if hs else "")
+    table = Table(title=title, title_justify="left")
+    for col in ("id", "parent", "mechanism", "speedup [95% CI]", "gates", "status", "kept"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        ci = f"{r['speedup']:.3f}x [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}]" if r["interval"] else "-"
+        gates = "".join("✓" if ok else "✗" for ok in r["gates"].values()) or "-"
+        table.add_row(r["id"], r["parent"], r["mechanism"], ci, gates, r["status"], "kept" if r["kept"] else "reverted")
+    console().print(table)
+    return 0

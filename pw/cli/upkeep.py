@@ -1,0 +1,206 @@
+"""Verbs that check the run or the machine: audit, rebuild, repair, validate, doctor (which profilers
+work here) and tokens (the measured o200k_base cost of what an agent loads; exit 1 when a file is over
+its budget: root skill 1,500, child skill 1,200, brief 320 tokens).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ledger.codec import to_builtins
+from ledger.errors import InputError
+from pw.cli import diagnostics
+from pw.cli.common import checked_events, open_run, print_json, print_text
+
+
+def audit(args) -> int:
+    from ledger.errors import LedgerCorrupt
+    from pw.app.audit import audit_run
+
+    run, ledger = open_run(args.run)
+    try:
+        checked_events(run, ledger)
+    except LedgerCorrupt as exc:
+        # Empty, not a ledger, or newer than this code: bad input (exit 2). A damaged chain in an
+        # otherwise valid ledger is what an audit is for: it is reported below (exit 1).
+        if exc.seq in (None, 1) or "newer than" in str(exc):
+            raise
+    except InputError as exc:
+        if "torn tail" not in str(exc):
+            raise
+    report = audit_run(run)
+    if args.json:
+        print_json(to_builtins(report))
+    else:
+        for check in report.checks:
+            mark = "ok  " if check.ok else "FAIL"
+            print_text(f"{mark} {check.name}: {check.detail}")
+        print_text("audit passed" if report.ok else f"audit failed: {report.first_divergence}")
+    return 0 if report.ok else 1
+
+
+def rebuild(args) -> int:
+    from projections import state
+    from projections.materialize import materialize
+
+    run, ledger = open_run(args.run)
+    done = materialize(run.path, ledger, state.fold(checked_events(run, ledger)))
+    diagnostics.projections_written(run.path, done.state.head.seq, done.written)
+    if args.json:
+        print_json({"run_dir": str(run.path), "files": done.files, "written": done.written})
+    else:
+        print_text(f"rebuilt {len(done.files)} projections in {run.path} ({len(done.written)} changed)")
+    return 0
+
+
+def repair(args) -> int:
+    from ledger.errors import LedgerCorrupt
+    from pw.cli.common import first_line_intact
+
+    run, ledger = open_run(args.run)
+    path = run.ledger_path
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: empty file, expected a ProfileWeaver ledger; nothing repaired")
+    if not first_line_intact(path):
+        # Quarantining "the torn tail" of a file that never was a ledger would empty it and turn it
+        # into one; refuse and leave the file as it is.
+        raise InputError(f"{path}: not a ProfileWeaver ledger (first line is not a valid event); nothing repaired")
+    try:
+        event = ledger.repair()
+    except LedgerCorrupt as exc:
+        detail = str(exc).removeprefix("ledger: ")
+        raise LedgerCorrupt(
+            f"{path}: {detail}; only a torn tail can be repaired, nothing changed", seq=exc.seq, offset=exc.offset
+        ) from None
+    if args.json:
+        print_json({"repaired": event is not None, "event": to_builtins(event) if event else None})
+    elif event is None:
+        print_text(f"{run.ledger_path}: intact, nothing to repair")
+    else:
+        print_text(
+            f"quarantined {event.length} torn bytes at offset {event.offset} to {event.quarantine}; "
+            "recorded LedgerRepaired"
+        )
+    return 0
+
+
+def validate(args) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        what = "not a regular file" if path.exists() else "no such file"
+        raise InputError(f"{args.file}: {what} (expected a run file or profileweaver.json)")
+    if path.name.endswith(".jsonl"):
+        count = _validate_ledger(path)
+        summary = f"{path.name}: valid ledger, {count} events"
+    else:
+        from pw.export.schemas import FILE_TYPES, type_for_file
+        from pw.export.validation import decode_as
+
+        typ = type_for_file(path)
+        if typ is None:
+            known = ", ".join(p for p, _ in FILE_TYPES)
+            raise InputError(f"{args.file}: no schema for this file name (known: ledger.jsonl, {known})")
+        decode_as(path.read_bytes(), typ, name=path.name)
+        summary = f"{path.name}: valid {typ.__name__}"
+    if args.json:
+        print_json({"file": str(path), "valid": True})
+    else:
+        print_text(summary)
+    return 0
+
+
+def _validate_ledger(path: Path) -> int:
+    from ledger.store import Ledger
+    from pw.cli.runpath import RunDir
+
+    # checked_events names the file in its errors; any *.jsonl is validated as a ledger.
+    return len(checked_events(RunDir(path.parent), Ledger(path), ledger_path=path))
+
+
+def tokens(args) -> int:
+    from pw.agent import skilltree
+    from pw.agent.tokens import provenance
+
+    root = skilltree.SKILLS_DIR
+    rows = skilltree.skill_costs(root)
+    run_rows = []
+    run_path = None
+    run_arg = getattr(args, "run", None)
+    if run_arg:
+        from pw.cli.runpath import resolve_run
+
+        run_path = resolve_run(run_arg).path
+        run_rows = skilltree.run_costs(Path(run_path))
+    over = [r for r in rows + run_rows if not r.within]
+    if getattr(args, "json", False):
+        def row(r):
+            return {"kind": r.kind, "path": r.path, "tokens": r.tokens, "limit": r.limit, "within": r.within}
+
+        doc = {
+            **provenance(),
+            "skills_dir": str(root),
+            "files": [row(r) for r in rows],
+            "total": sum(r.tokens for r in rows),
+            "over_budget": [r.path for r in over],
+        }
+        if run_path is not None:
+            doc["run"] = {"run_dir": str(run_path), "files": [row(r) for r in run_rows],
+                          "total": sum(r.tokens for r in run_rows)}
+        print_json(doc)
+        return 1 if over else 0
+
+    prov = provenance()
+    lines = []
+    for title, group in (("skill tree", rows), (f"run {run_path}", run_rows)):
+        if title.startswith("run") and run_path is None:
+            continue
+        lines.append(f"{title}: {prov['tokenizer']} tokens ({prov['package']} {prov['version']})")
+        lines += _table(group)
+        lines.append("")
+    if run_path is not None and not run_rows:
+        lines.append(f"{run_path}: no agent-brief.txt, agent-view.json or source-slices yet")
+    if over:
+        lines.append("over budget: " + ", ".join(f"{r.path} ({r.tokens} > {r.limit})" for r in over))
+    print_text("\n".join(lines).rstrip("\n"))
+    return 1 if over else 0
+
+
+def _table(group) -> list[str]:
+    """Plain aligned columns: readable in a terminal and when piped, never wrapped."""
+    body = [(r.kind, r.path, str(r.tokens), "-" if r.limit is None else str(r.limit),
+             "" if r.within else "OVER") for r in group]
+    body.append(("", "total", str(sum(r.tokens for r in group)), "", ""))
+    head = ("kind", "file", "tokens", "budget", "")
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(4)]
+
+    def fmt(row) -> str:
+        return (f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}  "
+                f"{row[3]:>{widths[3]}}  {row[4]}").rstrip()
+
+    rule = "-" * (sum(widths) + 8)
+    return [fmt(head), rule, *[fmt(r) for r in body[:-1]], rule, fmt(body[-1])]
+
+
+def doctor(args) -> int:
+    from adapters.registry import installed_adapters
+
+    rows = []
+    for adapter in installed_adapters():
+        u = adapter.probe()
+        rows.append({"adapter": adapter.spec.name, "usable": u.usable, "mode": u.mode, "version": u.version,
+                     "reason": u.reason, "granularity": adapter.spec.granularity,
+                     "can_reprofile": adapter.spec.can_reprofile})
+    if args.json:
+        print_json({"adapters": rows})
+        return 0
+    from rich.table import Table
+
+    from pw.cli.common import console
+
+    table = Table(title="pw doctor: profilers on this machine", title_justify="left")
+    for col in ("adapter", "usable", "mode", "version", "reason"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["adapter"], "yes" if r["usable"] else "NO", r["mode"] or "-", r["version"] or "-", r["reason"])
+    console().print(table)
+    return 0

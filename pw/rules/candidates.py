@@ -1,0 +1,136 @@
+"""Candidate bookkeeping that needs no I/O: ids, parents, budgets, editable files.
+
+`decide_prepare` and `decide_evaluate` check a command against the folded run state and either
+return what may happen or raise `RejectedCommand` with one line saying why and what to do.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+import msgspec
+
+from ledger.contract import Contract
+from ledger.errors import InputError, RejectedCommand
+from projections.state import CandidateState, RunState
+
+ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
+RESERVED_IDS = frozenset({"baseline", "current"})
+
+
+class CandidateSpec(msgspec.Struct, frozen=True):
+    id: str
+    parent: str
+    mechanism: str
+
+
+def parse_candidate(text: str) -> CandidateSpec:
+    """`ID:PARENT:MECHANISM`; the mechanism may itself contain colons."""
+    parts = text.split(":", 2)
+    if len(parts) != 3 or not all(p.strip() for p in parts):
+        raise InputError(f"--candidate {text!r}: expected ID:PARENT:MECHANISM, e.g. loop-order:baseline:interchange")
+    cid, parent, mechanism = (p.strip() for p in parts)
+    check_id(cid)
+    return CandidateSpec(cid, parent, mechanism)
+
+
+def check_id(cid: str) -> None:
+    if not ID_PATTERN.fullmatch(cid) or cid in RESERVED_IDS:  # fullmatch: `$` would allow a trailing newline
+        shown = cid if len(cid) <= 40 else cid[:37] + "..."
+        raise InputError(
+            f"candidate id {shown!r}: expected 1-32 lowercase letters, digits and dashes, starting with a letter "
+            "or digit (not 'baseline' or 'current'; never a path)"
+        )
+
+
+def best_verified(state: RunState) -> str | None:
+    """The verified candidate with the largest speedup, or None."""
+    best, best_speedup = None, 0.0
+    for cid, cand in sorted(state.candidates.items()):
+        v = cand.confirmation or cand.verdict
+        if v is not None and v.status == "verified" and (v.speedup or 0.0) > best_speedup:
+            best, best_speedup = cid, v.speedup or 0.0
+    return best
+
+
+def resolve_parent(state: RunState, parent: str, pending: dict[str, CandidateSpec]) -> str:
+    if parent == "baseline":
+        return "baseline"
+    if parent == "current":
+        return best_verified(state) or "baseline"
+    check_id(parent)
+    if parent in state.candidates:
+        return parent
+    if parent in pending:
+        raise RejectedCommand(f"parent {parent!r} is prepared in this same command; evaluate it first")
+    known = ", ".join(sorted(state.candidates)) or "none yet"
+    raise RejectedCommand(f"parent {parent!r}: expected baseline, current or a candidate id (known: {known})")
+
+
+def decide_prepare(state: RunState, specs: list[CandidateSpec]) -> list[tuple[CandidateSpec, str]]:
+    """Check ids, parents and the iteration budget; return (spec, resolved parent) per candidate."""
+    if state.run is None or "baseline-timing" not in state.stages:
+        raise RejectedCommand("the baseline is not ready; finish `pw start` (or `pw start --resume RUN`) first")
+    budget = state.run.budgets.iterations
+    if len(state.candidates) + len(specs) > budget:
+        raise RejectedCommand(
+            f"iteration budget spent: {len(state.candidates)} of {budget} candidates prepared, "
+            f"{len(specs)} more asked; start a new run with a larger --iterations"
+        )
+    seen: dict[str, CandidateSpec] = {}
+    out = []
+    for spec in specs:
+        if spec.id in state.candidates or spec.id in seen:
+            raise RejectedCommand(f"candidate {spec.id!r} already exists; choose another id")
+        parent = resolve_parent(state, spec.parent, seen)
+        if parent != "baseline":
+            pcand = state.candidates[parent]
+            if pcand.diff is None:
+                raise RejectedCommand(f"parent {parent!r} has not been evaluated yet; evaluate it first")
+        seen[spec.id] = spec
+        out.append((spec, parent))
+    return out
+
+
+def decide_evaluate(state: RunState, cid: str) -> tuple[CandidateState, int]:
+    """The candidate and the attempt number this evaluation will be; enforce the repair budget."""
+    check_id(cid)
+    cand = state.candidates.get(cid)
+    if cand is None:
+        known = ", ".join(sorted(state.candidates)) or "none"
+        raise RejectedCommand(f"candidate {cid!r} was never prepared (prepared: {known})")
+    if state.run is None:
+        raise RejectedCommand("no RunStarted in this ledger")
+    repairs = state.run.budgets.repairs
+    if cand.verdict is not None:
+        if not cand.verdict.repairable:
+            raise RejectedCommand(
+                f"candidate {cid!r} already has a verdict ({cand.verdict.status}); prepare a new candidate "
+                f"with parent {cid!r} to build on it, or `pw confirm` it"
+            )
+        if cand.failed_attempts > repairs:
+            raise RejectedCommand(
+                f"repair budget spent for {cid!r}: {cand.failed_attempts} failed attempts, budget {repairs} repairs"
+            )
+    attempt = (cand.diff.attempt + 1) if cand.diff is not None else 1
+    return cand, attempt
+
+
+def is_editable(rel: str, contract: Contract) -> bool:
+    return any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(rel, g.removeprefix("**/")) for g in contract.source.editable)
+
+
+def protected_files(contract: Contract) -> set[str]:
+    """Oracle and reference files: never editable, whatever the editable globs say."""
+    o = contract.oracle
+    out = {h.reference for h in o.holdout}
+    if o.reference:
+        out.add(o.reference)
+    out.add("profileweaver.json")
+    return out
+
+
+def refused_edits(changed: list[str], contract: Contract) -> list[str]:
+    protected = protected_files(contract)
+    return sorted(rel for rel in changed if rel in protected or not is_editable(rel, contract))

@@ -1,0 +1,604 @@
+"""The six trust gates of DESIGN.md §10, as one pure function of recorded facts.
+
+``evaluate_gates(GateInputs) -> list[GateResult]``: no files, processes, clock, randomness or logging.
+``GateInputs`` is plain data (frozen msgspec Structs, dicts, lists), recorded in ``GatesEvaluated.inputs``
+as ``msgspec.to_builtins(inputs)``; an auditor decodes it back with ``decode_inputs`` and re-runs the
+gates, which must give the identical results. Each result's ``evidence`` lists the ledger seqs of the
+events the gate read (taken from ``GateInputs.seqs``).
+
+The planted cheats each gate holds against (DESIGN.md §10):
+- correctness: output that matches only because runs cached work (files left behind by a run), edits
+  to the oracle, reference or harness files (refused edits);
+- significance: a swapped or stale binary (the digest timed differs from the digest built), mismatched
+  conditions (host, argv, inputs, tool versions);
+- mechanism: a speedup of something other than the hotspot, and speedups above the hotspot's Amdahl
+  ceiling (work outside the hotspot was changed or skipped).
+
+Sampled profiles are single runs: their shares are trusted, their absolute times are not (see
+"sampled profiles, scaled by the campaign" below).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+import msgspec
+
+from ledger.events import GateResult
+from ledger.metrics import KNOWN_METRICS
+from projections.profile_diff import OperationDelta, ProfileDiff
+
+GATE_NAMES: tuple[str, ...] = (
+    "correctness", "significance", "mechanism", "no_collateral", "attribution", "reproducible")
+
+DEFAULT_MIN_PAIRS = 5
+# The hotspot's shrink must explain at least half of the total saving in the reprofile: "most of the
+# saving" (DESIGN.md §10). Below that, something other than the targeted mechanism did the work.
+MIN_EXPLAINED_FRACTION = 0.5
+# A measured speedup whose interval lies wholly above the hotspot's Amdahl ceiling cannot come from the
+# hotspot alone. 5% slack absorbs the difference between the profiled and the timed run.
+AMDAHL_SLACK = 1.05
+# Operations below this share of the baseline total are not checked for regressions: their noise
+# dominates and they cannot cost much.
+COLLATERAL_MIN_SHARE = 0.02
+# Noise band of a sampled metric: this many Poisson standard deviations of the difference of two
+# sample counts, sqrt(n_before + n_after) samples, converted to the metric.
+POISSON_SIGMAS = 3.0
+# Noise band of an exact counter (callgrind's instructions): relative to the baseline value.
+EXACT_RELATIVE_BAND = 0.01
+# Peak memory (median max RSS over the timed runs) may grow by this factor plus this many KB.
+PEAK_RSS_FACTOR = 1.10
+PEAK_RSS_SLACK_KB = 1024.0
+
+# The version of these rules, recorded in every GatesEvaluated: bump it with any change that can
+# alter a gate's result or detail for the same inputs, so that an audit can tell "the rules
+# changed" from "the evidence changed".
+#   1: sampled profiles compared in absolute values, Poisson bands on sample counts.
+#   2: sampled profiles compared by share, scaled by the campaign's whole-process speedup.
+#   3: mechanism is concentration: the hotspot is matched by name, location and call (its family,
+#      ``projections.profile_diff``), it must fall beyond its band while the rest of the program
+#      does not fall alike, and it may not explain more than all of the saving; no_collateral checks
+#      operations new in the candidate too. Every older version stays callable (``evaluate_gates(
+#      inputs, rules=N)``), so an audit recomputes a run under the rules it was judged by.
+GATE_RULES = 3
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3)
+# Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
+# (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
+# flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
+# the rest unchanged (factor 1, within noise).
+CONCENTRATION_POWER = 0.5
+
+
+
+class UnknownRules(ValueError):
+    """Gate rules of a version this ProfileWeaver does not know (a run from a newer one)."""
+
+
+REPRO_FIELDS: tuple[str, ...] = ("command", "build_sha256", "host", "tool_versions", "source_sha256", "run_id")
+
+
+class _Plain(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class OracleFacts(_Plain):
+    """The candidate's oracle check (``OracleChecked``); ``passed`` covers the holdout inputs too."""
+
+    passed: bool
+    detail: str
+    method: str
+    rtol: float
+    atol: float
+
+
+class Conditions(_Plain):
+    """What one arm of the timing campaign ran under; the two arms must match exactly."""
+
+    host: str | None = None
+    argv: list[str] = []
+    inputs_sha256: str | None = None
+    tool_versions: dict[str, str] = {}
+    other: dict[str, str] = {}  # e.g. governor, warm-up runs: compared as well
+
+
+class Binaries(_Plain):
+    """Digests of the binaries: the one each arm should run vs the one actually timed."""
+
+    baseline_expected: str | None = None
+    baseline_timed: str | None = None
+    candidate_built: str | None = None
+    candidate_timed: str | None = None
+
+
+class HotspotFacts(_Plain):
+    """The targeted hotspot (``HotspotSelected``): its share of the baseline and its Amdahl ceiling."""
+
+    operation: str
+    metric: str
+    share: float
+    amdahl_ceiling: float | None  # None: share 1, no ceiling
+
+
+class AdapterFacts(_Plain):
+    """The profiler behind the reprofile, as probed on this host."""
+
+    name: str
+    can_reprofile: bool
+    usable: bool
+    measured: list[str]  # metric ids it measured here
+    simulated: list[str] = []  # of those, the ones from a model of the machine, not its hardware
+
+
+class Claim(_Plain):
+    """A causal claim made in the report, by the metric it cites; ``simulated`` = labelled as simulated."""
+
+    metric: str
+    text: str = ""
+    simulated: bool = False
+
+
+class Repro(_Plain):
+    command: list[str] = []
+    build_sha256: str | None = None
+    host: str | None = None
+    tool_versions: dict[str, str] = {}
+    source_sha256: str | None = None
+    run_id: str | None = None
+
+
+class Seqs(_Plain):
+    """Ledger seqs of the events the inputs came from (None: no such event)."""
+
+    run: int | None = None  # RunStarted
+    preflight: int | None = None  # PreflightCompleted (adapter usability, tool versions)
+    diff: int | None = None  # CandidateDiffRecorded (refused edits)
+    build: int | None = None  # BuildFinished of the candidate
+    oracle: int | None = None  # OracleChecked of the candidate
+    timing: int | None = None  # TimingRecorded the analysis comes from
+    wall: int | None = None  # TimingRecorded of whole-process wall time, when the timed metric is an ROI
+    hotspot: int | None = None  # HotspotSelected
+    baseline_profile: int | None = None  # ProfileNormalized of the baseline
+    candidate_profile: int | None = None  # ProfileNormalized of the candidate's reprofile
+
+
+class GateInputs(_Plain):
+    candidate: str
+    exploratory: bool = False
+    seqs: Seqs = Seqs()
+    # correctness
+    oracle: OracleFacts | None = None
+    refused_edits: list[str] = []  # outside the editable set, or protected oracle/reference/harness files
+    run_side_effects: list[str] = []  # files runs created, modified or deleted in the workspace
+    # significance
+    analysis: dict[str, Any] | None = None  # msgspec.to_builtins(pw.stats.PairedAnalysis)
+    min_pairs: int = DEFAULT_MIN_PAIRS
+    baseline_conditions: Conditions = Conditions()
+    candidate_conditions: Conditions = Conditions()
+    binaries: Binaries = Binaries()
+    # mechanism, attribution
+    hotspot: HotspotFacts | None = None
+    profile_diff: ProfileDiff | None = None  # None: no reprofile yet
+    adapter: AdapterFacts | None = None
+    claims: list[Claim] = []  # causal claims besides the mechanism metric itself
+    # no collateral
+    wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
+    peak_rss_kb_baseline: list[float] = []
+    peak_rss_kb_candidate: list[float] = []
+    # reproducible
+    repro: Repro = Repro()
+
+
+def decode_inputs(data: dict[str, Any]) -> GateInputs:
+    """The recorded ``GatesEvaluated.inputs`` back as ``GateInputs`` (raises msgspec.ValidationError)."""
+    return msgspec.convert(data, GateInputs)
+
+
+def evaluate_gates(inputs: GateInputs, rules: int = GATE_RULES) -> list[GateResult]:
+    """The six gates, in the order of ``GATE_NAMES``, under gate rules version ``rules``
+    (``RULE_VERSIONS``; raises ValueError for another)."""
+    if rules not in RULE_VERSIONS:
+        raise UnknownRules(f"gate rules v{rules} are unknown to this ProfileWeaver "
+                           f"(it knows {', '.join(f'v{v}' for v in RULE_VERSIONS)})")
+    return [
+        _correctness(inputs),
+        _significance(inputs),
+        _mechanism(inputs, rules),
+        _no_collateral(inputs, rules),
+        _attribution(inputs),
+        _reproducible(inputs),
+    ]
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _g(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.4g}"
+
+
+def _result(name: str, failures: list[str], passed_detail: str, evidence: list[int | None]) -> GateResult:
+    detail = "; ".join(failures) if failures else passed_detail
+    seqs = sorted({s for s in evidence if s is not None})
+    return GateResult(name=name, passed=not failures, detail=" ".join(detail.split()), evidence=seqs)
+
+
+def _names(items: list[str], limit: int = 5) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _interval(analysis: dict[str, Any]) -> tuple[float | None, float | None]:
+    iv = analysis.get("interval") or {}
+    return iv.get("low"), iv.get("high")
+
+
+def _speedup_text(analysis: dict[str, Any]) -> str:
+    low, high = _interval(analysis)
+    conf = (analysis.get("interval") or {}).get("confidence", 0.95)
+    return (f"speedup {_g(analysis.get('speedup'))}x ({conf:.0%} CI {_g(low)}-{_g(high)}), "
+            f"{analysis.get('verdict')}, {analysis.get('n_pairs')} pairs")
+
+
+def _is_simulated(metric: str, adapter: AdapterFacts | None) -> bool:
+    spec = KNOWN_METRICS.get(metric)
+    return bool(spec and spec.simulated) or (adapter is not None and metric in adapter.simulated)
+
+
+# --- the gates ----------------------------------------------------------------------------------
+
+
+def _correctness(i: GateInputs) -> GateResult:
+    failures = []
+    o = i.oracle
+    tolerance = "" if o is None else f"{o.method}, rtol={o.rtol:g}, atol={o.atol:g}"
+    if o is None:
+        failures.append("oracle not run on the candidate")
+    elif not o.passed:
+        failures.append(f"oracle failed ({tolerance}): {o.detail}")
+    if i.refused_edits:
+        failures.append(f"refused edits (outside the editable set or protected): {_names(i.refused_edits)}")
+    if i.run_side_effects:
+        failures.append(
+            f"runs changed their tree (possible caching across runs): {_names(i.run_side_effects)}")
+    return _result("correctness", failures, f"oracle passed ({tolerance}): {o.detail if o else ''}",
+                   [i.seqs.oracle, i.seqs.diff])
+
+
+def _condition_mismatches(a: Conditions, b: Conditions) -> list[str]:
+    out = []
+    if a.host is None or b.host is None:
+        out.append("host not recorded")
+    for field in ("host", "argv", "inputs_sha256", "tool_versions", "other"):
+        va, vb = getattr(a, field), getattr(b, field)
+        if va != vb:
+            out.append(f"{field} differs ({va!r} vs {vb!r})")
+    return out
+
+
+def _binary_mismatches(b: Binaries) -> list[str]:
+    out = []
+    for arm, want, got in (("baseline", b.baseline_expected, b.baseline_timed),
+                           ("candidate", b.candidate_built, b.candidate_timed)):
+        if want is None or got is None:
+            out.append(f"{arm} binary digest not recorded")
+        elif want != got:
+            out.append(f"{arm} binary timed ({got[:12]}) is not the one built ({want[:12]}): stale or swapped")
+    return out
+
+
+def _significance(i: GateInputs) -> GateResult:
+    failures = []
+    a = i.analysis
+    summary = "no timing analysis"
+    if a is None:
+        failures.append("no timing analysis")
+    else:
+        summary = _speedup_text(a)
+        n = int(a.get("n_pairs") or 0)
+        low, _ = _interval(a)
+        min_effect = float((a.get("params") or {}).get("min_effect", 0.0))
+        problems = []
+        if n < i.min_pairs:
+            problems.append(f"{n} pairs < {i.min_pairs} required")
+        if a.get("verdict") != "FASTER":
+            problems.append("not FASTER")
+        elif low is None or not low > 1.0 + min_effect:
+            problems.append(f"interval low {_g(low)} not above 1+min_effect {1 + min_effect:g}")
+        if problems:
+            failures.append(f"{summary}: {', '.join(problems)}")
+    cond = _condition_mismatches(i.baseline_conditions, i.candidate_conditions)
+    if cond:
+        failures.append("conditions not matched: " + ", ".join(cond))
+    failures.extend(_binary_mismatches(i.binaries))
+    return _result("significance", failures,
+                   f"{summary} >= {i.min_pairs}; conditions matched; timed binaries are the ones built",
+                   [i.seqs.timing, i.seqs.build])
+
+
+def _mechanism(i: GateInputs, rules: int) -> GateResult:
+    failures = []
+    h, d = i.hotspot, i.profile_diff
+    passed_detail = ""
+    if h is None:
+        failures.append("no hotspot selected")
+    if i.adapter is None:
+        failures.append("no adapter facts: cannot tell whether the reprofile is possible")
+    elif not i.adapter.can_reprofile:
+        failures.append(f"adapter {i.adapter.name} cannot reprofile, so the mechanism cannot be shown")
+    if d is None:
+        failures.append("no reprofile yet")
+    elif h is not None:
+        hd = d.hotspot
+        if hd is None or hd.operation != h.operation:
+            failures.append(f"the reprofile diff does not track the hotspot {h.operation}")
+        elif d.metric != h.metric:
+            failures.append(f"the reprofile diff is in {d.metric}, the hotspot was chosen by {h.metric}")
+        elif rules >= 3:
+            found, passed_detail = _concentration(i, d, hd)
+            failures.extend(found)
+        else:
+            scaled = _scaled_hotspot(i, d, hd) if rules >= 2 else None
+            if scaled is not None:
+                shrink, value, band, explained, how = scaled
+            else:
+                shrink = (f"hotspot {h.operation} {d.metric} {_g(hd.inclusive_before)} -> "
+                          f"{_g(hd.inclusive_after)} (shrink {_g(hd.inclusive_shrink)}, total "
+                          f"{_g(d.total_before)} -> {_g(d.total_after)})")
+                hot_op = next((o for o in d.operations if o.id == h.operation), None)
+                band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
+                value, explained = hd.inclusive_shrink, hd.explained_fraction
+            if not value > 0:
+                failures.append(f"{shrink}: the hotspot did not shrink")
+            elif value <= band:
+                # A shrink inside the noise cannot carry a causal claim, however large a share of a
+                # small total saving it happens to be.
+                failures.append(f"{shrink}: the shrink is within the hotspot's noise band {_g(band)} ({how})")
+            elif explained is None:
+                failures.append(f"{shrink}: the total did not shrink")
+            elif explained < MIN_EXPLAINED_FRACTION:
+                failures.append(f"{shrink}: explains only {explained:.0%} of the saving "
+                                f"(< {MIN_EXPLAINED_FRACTION:.0%})")
+            else:
+                passed_detail = f"{shrink}: explains {explained:.0%} of the saving"
+    if h is not None and h.amdahl_ceiling is not None and i.analysis is not None:
+        low, _ = _interval(i.analysis)
+        limit = h.amdahl_ceiling * AMDAHL_SLACK
+        if low is not None and low > limit:
+            failures.append(
+                f"speedup interval low {_g(low)} exceeds the Amdahl ceiling {_g(h.amdahl_ceiling)} "
+                f"(x{AMDAHL_SLACK:g} = {_g(limit)}) of a {h.share:.0%} hotspot: "
+                "work outside the hotspot changed or was skipped")
+        elif passed_detail:
+            passed_detail += f"; speedup interval low {_g(low)} within the Amdahl ceiling {_g(h.amdahl_ceiling)}"
+    return _result("mechanism", failures, passed_detail,
+                   [i.seqs.hotspot, i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.timing])
+
+
+# --- sampled profiles, scaled by the campaign ------------------------------------------------------
+#
+# A sampled profile is one run. Its composition (each operation's share of the samples) is
+# estimated well, but its absolute times carry that run's luck: on a shared machine one slow
+# baseline profile made an untouched hotspot look 26% smaller in the candidate's profile, and a
+# rewrite elsewhere was verified as a hotspot win. So for sampled profiles the gates take each
+# operation's share from its profile and the magnitude from the paired timing campaign (many
+# interleaved runs): in units of the candidate's run time, an operation costs share_before * S
+# in the baseline and share_after in the candidate, where S is the whole-process speedup. The
+# noise band is the binomial error of the two shares. Exact counters (callgrind) keep their
+# absolute values: they do not vary between runs.
+
+
+def _sampled_totals(d: ProfileDiff) -> tuple[float, float] | None:
+    """Total samples of the two profiles, when every operation's sample count is known."""
+    if not d.operations or any(o.samples_before is None or o.samples_after is None for o in d.operations):
+        return None
+    nb = sum(o.samples_before for o in d.operations)
+    na = sum(o.samples_after for o in d.operations)
+    return (nb, na) if nb > 0 and na > 0 and d.total_before > 0 and d.total_after > 0 else None
+
+
+def _campaign_scale(i: GateInputs) -> float | None:
+    """Baseline time over candidate time for the whole process (the profiles cover all of it)."""
+    analysis = i.wall_analysis or i.analysis
+    speedup = analysis.get("speedup") if analysis else None
+    return speedup if isinstance(speedup, (int, float)) and speedup > 0 else None
+
+
+def _scaled_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float]) -> tuple[float, float, float]:
+    """(cost before, cost after, noise band) in units of the candidate's run time."""
+    nb, na = totals
+    var = scale**2 * share_before * (1 - share_before) / nb + share_after * (1 - share_after) / na
+    return share_before * scale, share_after, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
+
+
+def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, float, float | None, str] | None:
+    """(detail, shrink, band, explained fraction, how the band was derived), or None when the
+    profiles are not sampled or there is no campaign to scale by."""
+    totals, scale = _sampled_totals(d), _campaign_scale(i)
+    if totals is None or scale is None:
+        return None
+    sb, sa = hd.inclusive_before / d.total_before, hd.inclusive_after / d.total_after
+    before, after, band = _scaled_pair(sb, sa, scale, totals)
+    shrink = before - after
+    explained = shrink / (scale - 1) if scale > 1 else None
+    detail = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile; with the campaign's "
+              f"{_g(scale)}x that is {_g(before)} -> {_g(after)} of the candidate's run time "
+              f"(shrink {_g(shrink)})")
+    how = f"{POISSON_SIGMAS:g} sigma of the shares over {_g(totals[0])} and {_g(totals[1])} samples"
+    return detail, shrink, band, explained, how
+
+
+def _concentration(i: GateInputs, d: ProfileDiff, hd) -> tuple[list[str], str]:
+    """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
+    family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
+    after = hd.family_after
+    if after is None:  # a diff recorded before families: the hotspot's own id is all there is
+        after, family = hd.inclusive_after, "by id only (diff recorded without families)"
+    totals, scale = _sampled_totals(d), _campaign_scale(i)
+    if totals is not None and scale is not None:
+        sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
+        hot_b, hot_a, band = _scaled_pair(sb, sa, scale, totals)
+        rest_b, rest_a, rest_band = _scaled_pair(1.0 - sb, 1.0 - sa, scale, totals)
+        unit = "of the candidate's run time"
+        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile (matched in the candidate: "
+                f"{family}); with the campaign's {_g(scale)}x that is {_g(hot_b)} -> {_g(hot_a)} {unit}")
+        how = f"{POISSON_SIGMAS:g} sigma of the shares over {_g(totals[0])} and {_g(totals[1])} samples"
+    else:
+        hot_b, hot_a = hd.inclusive_before, after
+        hot_op = next((o for o in d.operations if o.id == hd.operation), None)
+        band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
+        rest_b, rest_a = d.total_before - hot_b, d.total_after - hot_a
+        rest_band = EXACT_RELATIVE_BAND * max(rest_b, 0.0)
+        rest_samples = _rest_samples(d, hd)
+        if rest_samples is not None and sum(rest_samples) > 0:
+            per = (max(rest_b, 0.0) + max(rest_a, 0.0)) / sum(rest_samples)
+            rest_band = POISSON_SIGMAS * math.sqrt(sum(rest_samples)) * per
+        unit = d.metric
+        text = (f"hotspot {hd.operation} {d.metric} {_g(hot_b)} -> {_g(hot_a)} (matched in the candidate: "
+                f"{family}; total {_g(d.total_before)} -> {_g(d.total_after)})")
+    shrink, saving = hot_b - hot_a, (hot_b + rest_b) - (hot_a + rest_a)
+    text += f" (shrink {_g(shrink)})"
+    if not shrink > 0:
+        return [f"{text}: the hotspot did not shrink"], ""
+    if shrink <= band:
+        return [f"{text}: the shrink is within the hotspot's noise band {_g(band)} ({how})"], ""
+    if not saving > 0:
+        return [f"{text}: the total did not shrink"], ""
+    explained = shrink / saving
+    if explained < MIN_EXPLAINED_FRACTION:
+        return [f"{text}: explains only {explained:.0%} of the saving (< {MIN_EXPLAINED_FRACTION:.0%})"], ""
+    if explained > 1.0 + band / saving:
+        # More than all of the saving: the rest of the program got slower by what the hotspot lost,
+        # i.e. its work moved somewhere the profile does not match to it.
+        return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
+                f"({band / saving:.0%}): the hotspot's work moved elsewhere"], ""
+    rest_shrink = rest_b - rest_a
+    hot_factor = hot_b / hot_a if hot_a > 0 else math.inf
+    rest_factor = rest_b / rest_a if rest_a > 0 and rest_b > 0 else 1.0
+    if rest_shrink > rest_band and math.log(rest_factor) >= CONCENTRATION_POWER * math.log(hot_factor):
+        return [f"{text}: the rest of the program fell too, {_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} "
+                f"against the hotspot's x{_g(hot_factor)}; beyond its band {_g(rest_band)}): a uniform speedup is a "
+                "change of conditions, not a mechanism"], ""
+    return [], (f"{text}: explains {explained:.0%} of the saving; the rest of the program "
+                f"{_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} against the hotspot's x{_g(hot_factor)})")
+
+
+def _rest_samples(d: ProfileDiff, hd) -> tuple[float, float] | None:
+    """Sample counts outside the hotspot (before) and its family (after), when sampled."""
+    if not d.operations or any(o.samples_before is None or o.samples_after is None for o in d.operations):
+        return None
+    family = {m.id for m in hd.family}
+    before = sum(o.samples_before for o in d.operations if o.id != hd.operation)
+    after = sum(o.samples_after for o in d.operations if o.id not in family)
+    return before, after
+
+
+def _op_band(op: OperationDelta) -> tuple[float, str]:
+    """(band in the metric, how it was derived) for one operation's self value."""
+    sb, sa = op.samples_before, op.samples_after
+    if sb is not None and sa is not None and (sb + sa) > 0:
+        band_samples = POISSON_SIGMAS * math.sqrt(sb + sa)
+        per_sample = (op.self_before + op.self_after) / (sb + sa)
+        return band_samples * per_sample, f"{POISSON_SIGMAS:g}*sqrt({_g(sb)}+{_g(sa)}) samples"
+    return EXACT_RELATIVE_BAND * op.self_before, f"{EXACT_RELATIVE_BAND:.0%} of baseline"
+
+
+def _no_collateral(i: GateInputs, rules: int) -> GateResult:
+    failures, checked = [], []
+    d = i.profile_diff
+    hot = i.hotspot.operation if i.hotspot is not None else None
+    # Rules 3: the hotspot's whole family is the hotspot, and an operation new in the candidate (no
+    # baseline share) is checked by its candidate share: work moved into a new function is not free.
+    family = {m.id for m in d.hotspot.family} if rules >= 3 and d is not None and d.hotspot is not None else set()
+    if d is None:
+        failures.append("no reprofile yet: other operations not checked")
+    else:
+        regressed = []
+        n_checked = 0
+        totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rules >= 2 else (None, None)
+        for op in d.operations:
+            share = op.share_before
+            if rules >= 3 and d.total_after > 0:
+                share = max(share, op.self_after / d.total_after)
+            if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE:
+                continue
+            n_checked += 1
+            if totals is not None and scale is not None:
+                before, after, band = _scaled_pair(op.share_before, op.self_after / d.total_after, scale, totals)
+                if after - before > band:
+                    regressed.append(f"{op.id} {_g(before)} -> {_g(after)} of the candidate's run time "
+                                     f"(shares scaled by the campaign's {_g(scale)}x; "
+                                     f"+{_g(after - before)} > band {_g(band)})")
+                continue
+            band, how = _op_band(op)
+            if op.self_delta > band:
+                regressed.append(f"{op.id} {d.metric} {_g(op.self_before)} -> {_g(op.self_after)} "
+                                 f"(+{_g(op.self_delta)} > band {_g(band)} = {how})")
+        if regressed:
+            failures.append("regressed beyond noise: " + "; ".join(regressed[:5]))
+        checked.append(f"{n_checked} other operations >= {COLLATERAL_MIN_SHARE:.0%} within noise")
+    w = i.wall_analysis
+    if w is not None:
+        if w.get("verdict") == "SLOWER":
+            failures.append(f"whole-process time slower: {_speedup_text(w)}")
+        else:
+            checked.append(f"whole-process time {w.get('verdict')}")
+    rb, rc = i.peak_rss_kb_baseline, i.peak_rss_kb_candidate
+    if not rb or not rc:
+        failures.append("peak memory not recorded for both arms")
+    else:
+        mb, mc = statistics.median(rb), statistics.median(rc)
+        limit = mb * PEAK_RSS_FACTOR + PEAK_RSS_SLACK_KB
+        text = f"peak RSS median {mb:.0f} -> {mc:.0f} KB (limit {limit:.0f})"
+        if mc > limit:
+            failures.append(text)
+        else:
+            checked.append(text)
+    return _result("no_collateral", failures, "; ".join(checked),
+                   [i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.wall, i.seqs.timing])
+
+
+def _attribution(i: GateInputs) -> GateResult:
+    failures, cited = [], []
+    a, d, h = i.adapter, i.profile_diff, i.hotspot
+    if a is None:
+        failures.append("no adapter facts: cannot tell what was measured on this host")
+    elif not a.usable:
+        failures.append(f"adapter {a.name} is not usable on this host")
+    mech = h.metric if h is not None else (d.metric if d is not None else None)
+    if mech is None:
+        failures.append("no mechanism metric")
+    else:
+        if a is not None and mech not in a.measured:
+            failures.append(f"mechanism metric {mech} was not measured by {a.name} here")
+        if d is None:
+            failures.append(f"no reprofile yet: {mech} not measured on the candidate")
+        else:
+            missing = [side for side, ms in (("baseline", d.baseline_metrics), ("candidate", d.candidate_metrics))
+                       if mech not in ms]
+            if missing:
+                failures.append(f"mechanism metric {mech} missing from the {' and '.join(missing)} profile")
+        cited.append(mech + (" (simulated)" if _is_simulated(mech, a) else ""))
+    for c in i.claims:
+        if a is not None and c.metric not in a.measured:
+            failures.append(f"claim cites {c.metric}, which {a.name} did not measure here")
+        elif _is_simulated(c.metric, a) and not c.simulated:
+            failures.append(f"claim cites simulated metric {c.metric} without labelling it simulated")
+        else:
+            cited.append(c.metric + (" (simulated)" if c.simulated else ""))
+    name = a.name if a is not None else "?"
+    return _result("attribution", failures, f"claims cite metrics {name} measured on this host: "
+                   + ", ".join(sorted(set(cited))), [i.seqs.preflight, i.seqs.baseline_profile,
+                                                     i.seqs.candidate_profile])
+
+
+def _reproducible(i: GateInputs) -> GateResult:
+    r = i.repro
+    missing = [f for f in REPRO_FIELDS if not getattr(r, f)]
+    failures = [f"not recorded: {', '.join(missing)}"] if missing else []
+    return _result("reproducible", failures,
+                   f"run {r.run_id} on {r.host}: build {(r.build_sha256 or '')[:12]}, source "
+                   f"{(r.source_sha256 or '')[:12]}, tools {', '.join(f'{k} {v}' for k, v in sorted(r.tool_versions.items()))}, "
+                   f"command {' '.join(r.command)}",
+                   [i.seqs.run, i.seqs.preflight, i.seqs.build])

@@ -1,0 +1,129 @@
+"""A candidate's status from its gates and its paired analysis (pure; no I/O).
+
+Order of judgement, first match wins:
+
+1. **rejected** for anything that makes the timing meaningless: a failed timed run (its failure class,
+   e.g. ``crashed:``), refused edits (``edit-refused:``), a failed build (``build-failed:``), a failed
+   oracle (``oracle-failed:``); all that apply are listed. An edit can address each of these (a timed-run
+   failure only when its class is in ``REPAIRABLE_FAULTS``).
+2. **rejected** when the paired analysis says SLOWER (``slower:``) or SAME (``no-effect:``).
+3. **inconclusive** without an analysis, when it says INCONCLUSIVE, or for an exploratory campaign with
+   fewer pairs than the minimum (``inconclusive:``); and a FASTER candidate whose campaign's baseline
+   ran slower than at `pw start`, beyond noise (``baseline-shift:``; ``pw.stats.baseline_shift``).
+4. **verified** when all six gates of ``pw.rules.gates.GATE_NAMES`` are present and pass (one
+   ``verified:`` reason summarising the speedup).
+5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and one
+   per ceiling: an oracle that compares nothing is no oracle (``no-oracle:``).
+
+``Verdict.repairable`` (recorded as ``VerdictReached.repairable``) is True only when a rule-1 failure
+that an edit can address was found: the agent may fix the workspace and evaluate again, spending one
+repair. A slower or no-effect rejection is final. The reason texts are for people; nothing parses them
+(``ledger.upcast`` derives the field for verdicts recorded before it existed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from ledger.events import FailureClass, FaultRecorded, GateResult
+from pw.rules.gates import DEFAULT_MIN_PAIRS, GATE_NAMES
+
+Status = Literal["verified", "proposed", "rejected", "inconclusive"]
+
+EDIT_REFUSED = "edit-refused:"
+BUILD_FAILED = "build-failed:"
+ORACLE_FAILED = "oracle-failed:"
+SLOWER = "slower:"
+NO_EFFECT = "no-effect:"
+INCONCLUSIVE = "inconclusive:"
+BASELINE_SHIFT = "baseline-shift:"
+NO_ORACLE = "no-oracle:"
+
+# Failures of the candidate's own program, which an edit can fix. The others (nondeterministic
+# baseline output, an unusable profiler) are about the workload or the host.
+REPAIRABLE_FAULTS: frozenset[FailureClass] = frozenset(
+    {"build-failed", "launch-failed", "oracle-failed", "timeout", "crashed"}
+)
+
+
+class Verdict(msgspec.Struct, frozen=True):
+    """What `VerdictReached` records about one attempt (see the module docstring for `repairable`)."""
+
+    status: Status
+    reasons: list[str]
+    repairable: bool = False
+
+
+def _summary(a: dict[str, Any]) -> str:
+    iv = a.get("interval") or {}
+    low, high = iv.get("low"), iv.get("high")
+    speedup = a.get("speedup")
+    fmt = (lambda v: "n/a" if v is None else f"{v:.4g}")
+    return (f"speedup {fmt(speedup)}x ({iv.get('confidence', 0.95):.0%} CI {fmt(low)}-{fmt(high)}) "
+            f"over {a.get('n_pairs')} pairs")
+
+
+def reach_verdict(
+    gates: Sequence[GateResult],
+    analysis: dict[str, Any] | msgspec.Struct | None,
+    *,
+    refused_edits: Sequence[str],
+    build_ok: bool | None,
+    oracle_passed: bool | None,
+    exploratory: bool,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
+    timing_fault: FaultRecorded | None = None,
+    ceiling: Sequence[str] = (),
+    doubts: Sequence[str] = (),
+) -> Verdict:
+    """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
+    ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
+    ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did. ``doubts``
+    (the baseline itself ran slower than at start) make a FASTER candidate inconclusive; ``ceiling``
+    (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed."""
+    by_name = {g.name: g for g in gates}
+    a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
+
+    failures: list[tuple[str, bool]] = []  # (reason, whether an edit can address it)
+    if timing_fault is not None:
+        failures.append((f"{timing_fault.failure_class}: {timing_fault.message}",
+                         timing_fault.failure_class in REPAIRABLE_FAULTS))
+    if refused_edits:
+        failures.append((f"{EDIT_REFUSED} {', '.join(refused_edits)}", True))
+    if build_ok is False:  # None: no build was attempted (e.g. refused edits), not a failed one
+        failures.append((f"{BUILD_FAILED} the candidate did not build", True))
+    if oracle_passed is False:
+        corr = by_name.get("correctness")
+        failures.append((f"{ORACLE_FAILED} {corr.detail if corr else 'the oracle did not pass'}", True))
+    if failures:
+        return Verdict("rejected", [reason for reason, _ in failures], any(fixable for _, fixable in failures))
+
+    if a is None:
+        return Verdict("inconclusive", [f"{INCONCLUSIVE} no timing analysis"])
+    n = int(a.get("n_pairs") or 0)
+    verdict = a.get("verdict")
+    if verdict == "SLOWER":
+        return Verdict("rejected", [f"{SLOWER} {_summary(a)}"])
+    if verdict == "SAME":
+        return Verdict("rejected", [f"{NO_EFFECT} {_summary(a)}, within the minimum effect"])
+    if verdict != "FASTER":
+        return Verdict("inconclusive", [f"{INCONCLUSIVE} {_summary(a)}, verdict {verdict}"])
+    if exploratory and n < min_pairs:
+        return Verdict("inconclusive", [f"{INCONCLUSIVE} exploratory campaign, {n} pairs < {min_pairs}"])
+    if doubts:
+        return Verdict("inconclusive", [f"{BASELINE_SHIFT} {d}" for d in doubts])
+
+    reasons = []
+    for name in GATE_NAMES:
+        g = by_name.get(name)
+        if g is None:
+            reasons.append(f"gate {name}: not evaluated")
+        elif not g.passed:
+            reasons.append(f"gate {name}: {g.detail}")
+    reasons += [f"{NO_ORACLE} {c}" for c in ceiling]
+    if reasons:
+        return Verdict("proposed", reasons)
+    return Verdict("verified", [f"verified: {_summary(a)}; all six gates passed"])

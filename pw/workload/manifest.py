@@ -1,0 +1,128 @@
+"""Load `profileweaver.json` into a `Contract`, with checks the schema alone cannot express.
+
+Every error is one line naming the field and what was expected, e.g.
+`profileweaver.json: run.timeout_s: expected a number > 0, got "ten"`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+from ledger.contract import Contract
+from ledger.errors import InputError
+from pw.export.validation import decode_as
+
+MANIFEST = "profileweaver.json"
+
+
+def load_manifest(workload: Path) -> tuple[Contract, bytes]:
+    path = workload / MANIFEST
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{MANIFEST}: cannot read ({exc.strerror})") from None
+    contract = decode_as(raw, Contract, name=MANIFEST)
+    check_contract(contract, workload, name=MANIFEST)
+    return contract, raw
+
+
+def _relative(value: str, field: str, name: str) -> None:
+    p = PurePosixPath(value)
+    if p.is_absolute() or ".." in p.parts or "\x00" in value:
+        raise InputError(f"{name}: {field}: expected a path inside the workload, got {value!r}")
+
+
+def _argv_env(step, field: str, name: str) -> None:
+    # A NUL byte or '=' in a variable name cannot be passed to exec(); say so now, not as a crash later.
+    for j, arg in enumerate(step.argv):
+        if "\x00" in arg:
+            raise InputError(f"{name}: {field}.argv[{j}]: expected a string without NUL bytes")
+    for key, value in getattr(step, "env", {}).items():
+        if not key or "=" in key or "\x00" in key or "\x00" in value:
+            raise InputError(f"{name}: {field}.env: expected NAME=value pairs (no '=' in names, no NUL), "
+                             f"got {key!r}")
+
+
+def _generator(gen, field: str, name: str) -> None:
+    from pw.workload.holdouts import placeholders
+
+    for j, arg in enumerate(gen.argv):
+        if "\x00" in arg:
+            raise InputError(f"{name}: {field}.argv[{j}]: expected a string without NUL bytes")
+    used = placeholders(gen)
+    missing = [p for p in used if p not in gen.ranges]
+    if missing:
+        raise InputError(f"{name}: {field}.ranges: expected a [low, high] range for placeholder {missing[0]!r}")
+    unused = sorted(set(gen.ranges) - set(used))
+    if unused:
+        raise InputError(f"{name}: {field}.ranges: {unused[0]!r} is not a placeholder of argv "
+                         f"(expected one of {used})")
+    for key, (low, high) in sorted(gen.ranges.items()):
+        if low > high:
+            raise InputError(f"{name}: {field}.ranges.{key}: expected [low, high] with low <= high, got [{low}, {high}]")
+    if gen.seed is not None and gen.seed not in gen.ranges:
+        raise InputError(f"{name}: {field}.seed: expected the name of a placeholder (one of {used}) or null, "
+                         f"got {gen.seed!r}")
+
+
+def check_contract(c: Contract, workload: Path, *, name: str) -> None:
+    """Cross-field rules: paths stay inside the workload, each oracle kind has what it needs."""
+    _relative(c.source.root, "source.root", name)
+    _argv_env(c.run, "run", name)
+    for i, step in enumerate(c.build):
+        _argv_env(step, f"build[{i}]", name)
+    for i, h in enumerate(c.oracle.holdout):
+        _argv_env(h, f"oracle.holdout[{i}]", name)
+    for i, gen in enumerate(c.oracle.generators):
+        _generator(gen, f"oracle.generators[{i}]", name)
+    if c.oracle.generators and c.oracle.kind in ("exit", "command"):
+        raise InputError(f"{name}: oracle.generators: expected an output-comparing oracle kind (stdout, file, "
+                         f"baseline or stable), got {c.oracle.kind!r}")
+    for j, arg in enumerate(c.oracle.argv or []):
+        if "\x00" in arg:
+            raise InputError(f"{name}: oracle.argv[{j}]: expected a string without NUL bytes")
+    for i, glob in enumerate(c.source.editable):
+        _relative(glob, f"source.editable[{i}]", name)
+    for i, step in enumerate(c.build):
+        _relative(step.cwd, f"build[{i}].cwd", name)
+    _relative(c.run.cwd, "run.cwd", name)
+    for i, item in enumerate(c.inputs):
+        _relative(item, f"inputs[{i}]", name)
+    if c.metric.kind == "roi":
+        if not c.metric.pattern and not c.metric.json_key:
+            raise InputError(f"{name}: metric: expected 'pattern' or 'json_key' when kind is 'roi'")
+        if c.metric.pattern:
+            try:
+                compiled = re.compile(c.metric.pattern)
+            except re.error as exc:
+                raise InputError(f"{name}: metric.pattern: expected a regular expression ({exc})") from None
+            if compiled.groups < 1:
+                raise InputError(f"{name}: metric.pattern: expected one capture group around the number")
+    o = c.oracle
+    if o.kind in ("stdout", "file") and not o.reference:
+        raise InputError(f"{name}: oracle.reference: expected a reference file when kind is {o.kind!r}")
+    if o.kind == "file" and not o.path:
+        raise InputError(f"{name}: oracle.path: expected the output file the run writes when kind is 'file'")
+    if o.kind == "command" and not o.argv:
+        raise InputError(f"{name}: oracle.argv: expected a command when kind is 'command'")
+    for field in ("reference", "path"):
+        value = getattr(o, field)
+        if value:
+            _relative(value, f"oracle.{field}", name)
+    root = workload / c.source.root
+    if not root.is_dir():
+        raise InputError(f"{name}: source.root: expected a directory inside the workload, got {c.source.root!r}")
+    for i, h in enumerate(o.holdout):
+        _relative(h.reference, f"oracle.holdout[{i}].reference", name)
+        if not (root / h.reference).is_file():
+            raise InputError(f"{name}: oracle.holdout[{i}].reference: file {h.reference!r} not found")
+    if o.reference and not (root / o.reference).is_file():
+        raise InputError(f"{name}: oracle.reference: file {o.reference!r} not found in the workload")
+    for i, glob in enumerate(c.source.editable):
+        try:
+            matched = any(p.is_file() for p in root.glob(glob))
+        except (ValueError, IndexError, NotImplementedError):  # '', '.', 'a**' are not usable globs
+            raise InputError(f"{name}: source.editable[{i}]: expected a file glob, got {glob!r}") from None
+        if not matched:
+            raise InputError(f"{name}: source.editable[{i}]: {glob!r} matches no file in the workload")

@@ -1,0 +1,274 @@
+"""Build, run and check a target (the baseline or a candidate) inside the run directory.
+
+A build always starts from a fresh copy of the target's pristine source, so what is timed is
+what was built from that source, and the binary tree is hashed. Each run gets its own empty HOME
+and TMPDIR, and files a run leaves in its working tree are removed before the next run and
+reported, so results cannot be cached across runs through the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import msgspec
+
+from adapters.process import ProcessResult, describe, run_process
+from ledger import events as ev
+from ledger.contract import Contract, Step
+from ledger.evidence import EvidenceStore
+from pw.cli import diagnostics
+from pw.workload import workspace
+from pw.workload.compare import Comparison, compare_text
+
+_UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+# Environment passed through to workloads; everything else is dropped for reproducibility.
+_PASS_ENV = ("PATH", "LANG", "LC_ALL", "LC_NUMERIC", "TERM", "LD_LIBRARY_PATH", "CC", "CXX", "CUDA_VISIBLE_DEVICES",
+             "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "PYTHONHASHSEED")
+
+
+class Target(msgspec.Struct, frozen=True):
+    """Where a target's pristine source is, and where it is built and run."""
+
+    label: str
+    src_dir: Path
+    build_dir: Path
+    files: list[str]
+
+
+class RunOutcome(msgspec.Struct, frozen=True):
+    process: ProcessResult
+    stdout: str
+    value: float | None
+    metric_error: str | None
+    side_effects: list[str]
+    output_file: bytes | None
+    outside_writes: list[str] = []
+
+
+def base_env(step: Step, scratch: Path) -> dict[str, str]:
+    env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.setdefault("LC_ALL", "C")
+    env["HOME"] = str(scratch / "home")
+    env["TMPDIR"] = str(scratch / "tmp")
+    env.update(step.env)
+    return env
+
+
+def _fresh_scratch(scratch: Path) -> None:
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    (scratch / "home").mkdir(parents=True)
+    (scratch / "tmp").mkdir()
+
+
+def step_outcome(result: ProcessResult, log_sha: str | None) -> ev.StepOutcome:
+    return ev.StepOutcome(
+        argv=result.argv,
+        exit_code=result.exit_code,
+        signal=result.signal,
+        duration_s=round(result.wall_s, 6),
+        timed_out=result.timed_out,
+        log_sha256=log_sha,
+    )
+
+
+def _store_log(evidence: EvidenceStore, result: ProcessResult) -> str:
+    out = Path(result.stdout_path).read_bytes() if Path(result.stdout_path).exists() else b""
+    err = Path(result.stderr_path).read_bytes() if Path(result.stderr_path).exists() else b""
+    header = f"$ {' '.join(result.argv)}\n".encode()
+    return evidence.put(header + b"== stdout ==\n" + out + b"\n== stderr ==\n" + err)
+
+
+def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Path) -> ev.BuildFinished:
+    """Fresh copy, then every build step; the outcome names the first failing step."""
+    workspace.fresh_copy(target.src_dir, target.build_dir, target.files)
+    inputs = workspace.tree_digest(target.src_dir, target.files)
+    steps: list[ev.StepOutcome] = []
+    outcome = "ok"
+    start = time.perf_counter()
+    scratch = logs / f"scratch-build-{target.label}"
+    for i, step in enumerate(contract.build):
+        _fresh_scratch(scratch)
+        result = run_process(
+            step.argv,
+            cwd=target.build_dir / step.cwd,
+            env=base_env(step, scratch),
+            timeout_s=step.timeout_s,
+            stdout_path=logs / f"build-{target.label}-{i}.out",
+            stderr_path=logs / f"build-{target.label}-{i}.err",
+        )
+        diagnostics.process_ran(result, what=f"build {target.label} step {i}")
+        steps.append(step_outcome(result, _store_log(evidence, result)))
+        if not result.ok:
+            outcome = "timeout" if result.timed_out else "build-failed"
+            break
+    shutil.rmtree(scratch, ignore_errors=True)
+    binary = None
+    if outcome == "ok":
+        binary = workspace.tree_digest(target.build_dir, _all_files(target.build_dir))
+    return ev.BuildFinished(
+        target=target.label,
+        inputs_sha256=inputs,
+        outcome=outcome,
+        steps=steps,
+        duration_s=round(time.perf_counter() - start, 6),
+        binary_sha256=binary,
+    )
+
+
+def _all_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def inputs_digest(contract: Contract, target: Target) -> str:
+    """sha256 over the contract's declared inputs as found in the target's built tree (path and
+    content of each; a missing one counts as missing): what the significance gate compares, so a
+    candidate that edits its input to do less work is not timed against the baseline's."""
+    h = hashlib.sha256()
+    for rel in sorted(contract.inputs):
+        path = target.build_dir / rel
+        digest = workspace.file_sha256(path) if path.is_file() else "missing"
+        h.update(rel.encode() + b"\0" + digest.encode() + b"\n")
+    return h.hexdigest()
+
+
+def binary_digest(target: Target) -> str:
+    """Hash of the whole built tree: what is about to be timed."""
+    return workspace.tree_digest(target.build_dir, _all_files(target.build_dir))
+
+
+def metric_value(contract: Contract, result: ProcessResult, stdout: str) -> tuple[float | None, str | None]:
+    m = contract.metric
+    if m.kind == "wall":
+        return result.wall_s, None
+    scale = _UNIT_SCALE[m.unit]
+    if m.pattern:
+        found = re.findall(m.pattern, stdout)
+        if not found:
+            return None, f"metric pattern {m.pattern!r} not found in the output"
+        raw = found[-1] if isinstance(found[-1], str) else found[-1][0]
+    else:
+        raw = None
+        for line in reversed(stdout.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(obj, dict) and m.json_key in obj:
+                    raw = obj[m.json_key]
+                    break
+        if raw is None:
+            return None, f"metric key {m.json_key!r} not found in any JSON line of the output"
+    try:
+        value = float(raw) * scale
+    except (TypeError, ValueError):
+        return None, f"metric value {raw!r} is not a number"
+    if not value > 0:
+        return None, f"metric value {value} is not positive"
+    return value, None
+
+
+def run_once(
+    contract: Contract,
+    target: Target,
+    scratch: Path,
+    *,
+    argv: list[str] | None = None,
+    tag: str = "run",
+    trace_writes: bool = False,
+) -> RunOutcome:
+    """One execution in the built tree; undeclared files it leaves behind are removed and reported.
+
+    With `trace_writes` (and strace installed) the run is traced and every file it wrote outside
+    the build tree and its scratch directory is reported in `outside_writes`.
+    """
+    from pw.workload import write_trace as writes
+
+    step = contract.run
+    cwd = target.build_dir / step.cwd
+    _fresh_scratch(scratch)
+    before = workspace.snapshot(target.build_dir)
+    # Absolute: strace opens it from the run's working directory, not ours.
+    trace_log = (scratch.parent / f".{scratch.name}-{tag}.strace").absolute()
+    prefix = writes.strace_prefix(trace_log) if trace_writes else None
+    result = run_process(
+        (prefix or []) + list(argv or step.argv),
+        cwd=cwd,
+        env=base_env(step, scratch),
+        timeout_s=step.timeout_s,
+        stdout_path=scratch / f"{tag}.out",
+        stderr_path=scratch / f"{tag}.err",
+        own_peak_rss=True,  # the no-collateral gate compares it; without, it is pw's own peak
+    )
+    diagnostics.process_ran(result, what=f"{tag} {target.label}")
+    stdout = Path(result.stdout_path).read_text(errors="replace")
+    output_file = None
+    declared = None
+    if contract.oracle.kind == "file" and contract.oracle.path:
+        declared = (Path(step.cwd) / contract.oracle.path).as_posix().removeprefix("./")
+        out_path = target.build_dir / declared
+        output_file = out_path.read_bytes() if out_path.is_file() else None
+    after = workspace.snapshot(target.build_dir)
+    side_effects = []
+    for rel, stamp in sorted(after.items()):
+        if rel == declared:
+            (target.build_dir / rel).unlink(missing_ok=True)
+            continue
+        if rel not in before:
+            side_effects.append(f"created {rel}")
+            (target.build_dir / rel).unlink(missing_ok=True)
+        elif before[rel] != stamp:
+            side_effects.append(f"modified {rel}")
+    # A run that deletes a file of its tree (its input, say) changes what the next run does.
+    side_effects += [f"deleted {rel}" for rel in sorted(before.keys() - after.keys()) if rel != declared]
+    outside_writes: list[str] = []
+    if prefix is not None:
+        result = msgspec.structs.replace(result, argv=list(argv or step.argv))
+        try:
+            traced = trace_log.read_text(errors="replace")
+        except FileNotFoundError:
+            traced = ""
+        trace_log.unlink(missing_ok=True)
+        found = writes.written_paths(traced, str(cwd.resolve()))
+        outside_writes = writes.outside(found, [str(target.build_dir.resolve()), str(scratch.resolve())])
+    value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
+    return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes)
+
+
+def classify(outcome: RunOutcome) -> str | None:
+    """The failure class of a run, or None when it ran to a clean exit."""
+    r = outcome.process
+    if r.launch_error:
+        return "launch-failed"
+    if r.timed_out:
+        return "timeout"
+    if r.signal:
+        return "crashed"
+    if r.exit_code != 0:
+        return "launch-failed"
+    return None
+
+
+def failure_message(contract: Contract, outcome: RunOutcome) -> str:
+    return f"`{' '.join(outcome.process.argv)}` {describe(outcome.process, contract.run.timeout_s)}"
+
+
+def compare_with_reference(contract: Contract, src_dir: Path, outcome: RunOutcome, reference: str) -> Comparison:
+    """Compare one run's output with a reference file from the (pristine, protected) source tree."""
+    o = contract.oracle
+    skip = contract.metric.pattern if contract.metric.kind == "roi" else None
+    want = (src_dir / reference).read_text(errors="replace")
+    if o.kind == "file":
+        if outcome.output_file is None:
+            return Comparison(False, f"the run did not write {o.path}")
+        return compare_text(outcome.output_file.decode(errors="replace"), want, rtol=o.rtol, atol=o.atol)
+    return compare_text(outcome.stdout, want, rtol=o.rtol, atol=o.atol, skip_pattern=skip)
