@@ -3,7 +3,7 @@
 Registered only by tests, through `pw.kernel_profile.registry.install`; product code never names
 it. It runs in the real worker process and its results take the real event path, so the tests
 exercise everything but CUDA. `behavior` picks a failure to provoke: "ok", "error" (the runner
-raises), "crash" (the worker process dies mid-spec).
+raises), "crash" (the worker process dies mid-spec), "unencodable" (a result that is not plain data).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class FakeArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     rows: Annotated[int, msgspec.Meta(gt=0)]
     cols: Annotated[int, msgspec.Meta(gt=0)]
     dtype: Literal["bf16", "fp16", "fp32"]
-    behavior: Literal["ok", "error", "crash"] = "ok"
+    behavior: Literal["ok", "error", "crash", "unencodable"] = "ok"
 
 
 def fake_runner(ctx, *, rows: int, cols: int, dtype: str, behavior: str) -> Measurement:
@@ -34,6 +34,8 @@ def fake_runner(ctx, *, rows: int, cols: int, dtype: str, behavior: str) -> Meas
     stats = SampleStats(n=10, median_ms=t_ms, mean_ms=t_ms, q1_ms=t_ms, q3_ms=t_ms, rel_stdev=0.0,
                         gpu_time_s=t_ms * 10 / 1e3, stop_reason="converged")
     prov = {f: "fake" for f in COMMON_PROVENANCE}
+    if behavior == "unencodable":
+        prov["torch"] = object()  # what a runner returning a library object instead of text does
     prov["worker_gpus"] = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     counter = os.environ.get("PW_FAKE_RUN_LOG")
     if counter:  # lets a test see how many specs were really measured

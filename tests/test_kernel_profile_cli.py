@@ -184,6 +184,30 @@ def test_crash_fails_only_its_spec_and_rerun_retries_only_missing(capsys, tmp_pa
     assert body["measured_count"] == 1 and len(measured(tmp_path)) == n  # only the crashed one again
 
 
+def test_a_result_that_is_not_plain_data_fails_its_spec_not_the_worker(capsys, tmp_path):
+    bad = {"rows": 4, "cols": 4, "dtype": "bf16", "behavior": "unencodable"}
+    p = specs_file(tmp_path, [bad, SPECS[0], SPECS[2]])
+    monkey_one_gpu = {"PW_PROFILE_GPUS": "0"}
+    import os
+
+    old = os.environ["PW_PROFILE_GPUS"]
+    os.environ.update(monkey_one_gpu)
+    try:
+        code, body, _ = kp(capsys, "run", *T, "--specs", p, *db_args(tmp_path))
+    finally:
+        os.environ["PW_PROFILE_GPUS"] = old
+    assert code == 1
+    assert [r["status"] for r in body["results"]] == ["missing", "ok", "ok"]
+    assert body["results"][0]["error"] == "runner_error" and "not encodable" in body["results"][0]["message"]
+
+
+def test_events_record_the_device_that_measured(capsys, tmp_path):
+    p = specs_file(tmp_path, SPECS)
+    kp(capsys, "run", *T, "--specs", p, *db_args(tmp_path))
+    with sqlite3.connect(tmp_path / "c" / "profile.db") as con:
+        assert {r[0] for r in con.execute("SELECT device_index FROM fake_matrix")} == {0, 1}
+
+
 def test_output_dir_snapshot_and_refusal(capsys, tmp_path):
     out = tmp_path / "snap"
     p = specs_file(tmp_path, [{"rows": r, "cols": c, "dtype": "bf16"} for r in (1, 2) for c in (4, 8, 16)])

@@ -179,6 +179,7 @@ class BatchOutcome:
     devices: Devices
     slots: dict[int, list[list[int]]]
     wall_s: float
+    device_groups: dict[int, list[int]] = field(default_factory=dict)
 
 
 def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devices | None = None) -> BatchOutcome:
@@ -192,9 +193,13 @@ def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devi
     progress = os.environ.get("PW_PROFILE_PROGRESS") == "1"
     t_start = time.monotonic()
 
-    def report(line):
+    where: dict[int, list[int]] = {}  # spec -> the device group that answered it
+
+    def report(line, group=None):
         with lock:
             results[line.index] = line
+            if group is not None:
+                where[line.index] = group
             if progress:  # one line per answered spec, for watching a long batch
                 what = f"{line.wall_s:.2f}s" if isinstance(line, Done) else f"{line.error}: {line.message[:200]}"
                 sys.stderr.write(f"pw kernel-profile: {len(results)}/{len(specs)} at "
@@ -208,7 +213,8 @@ def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devi
         mine = [i for i, c in enumerate(counts) if c == g]
         for group, share in zip(groups, chunk(mine, costs, len(groups))):
             if share:
-                threads.append(_Slot(entry, settings, group, [JobSpec(i, specs[i]) for i in share], report))
+                threads.append(_Slot(entry, settings, group, [JobSpec(i, specs[i]) for i in share],
+                                     lambda line, g=group: report(line, g)))
     # Groups of different sizes would share GPUs: run one size class after another.
     by_size: dict[int, list[_Slot]] = {}
     for t in threads:
@@ -220,4 +226,4 @@ def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devi
             t.join()
     for i in range(len(specs)):
         results.setdefault(i, Failed(i, "worker_crash", "no worker answered for this spec"))
-    return BatchOutcome(results, devices, slots, time.monotonic() - t0)
+    return BatchOutcome(results, devices, slots, time.monotonic() - t0, where)

@@ -130,7 +130,7 @@ def _events(entry: Entry, gpu: GpuKey, specs: list[dict], outcome, batch_id: str
             out.append(KernelMeasured(table=entry.table, backend=entry.backend, gpu_name=gpu.name, arg_names=names,
                                       arg_values=values, metrics=m.metrics, stats=m.stats, telemetry=m.telemetry,
                                       provenance=prov, profiler_revision=entry.profiler_revision,
-                                      device_index=0, batch_id=batch_id))
+                                      device_index=outcome.device_groups.get(i, [0])[0], batch_id=batch_id))
         else:
             out.append(KernelMeasurementFailed(table=entry.table, backend=entry.backend, gpu_name=gpu.name,
                                                arg_names=names, arg_values=values, error=r.error,

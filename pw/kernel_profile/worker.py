@@ -53,7 +53,13 @@ def main() -> int:
             where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
             _emit(Failed(spec.index, "runner_error", f"{type(exc).__name__}: {exc}{where}"))
             continue
-        _emit(Done(spec.index, m, round(time.monotonic() - t0, 4)))
+        try:
+            line = _enc.encode(Done(spec.index, m, round(time.monotonic() - t0, 4)))
+        except (TypeError, msgspec.ValidationError) as exc:  # a runner returned something not plain data
+            _emit(Failed(spec.index, "runner_error", f"result not encodable: {exc}"))
+            continue
+        sys.stdout.buffer.write(line + b"\n")
+        sys.stdout.buffer.flush()
     return 0
 
 
