@@ -86,3 +86,26 @@ def test_rebuild_is_byte_identical_and_independent_of_db_history(tmp_path_factor
     assert a.read_bytes() == b.read_bytes()
     with sqlite3.connect(a) as con:
         assert con.execute("SELECT count(*) FROM single_gemm").fetchone()[0] == len({(m, g) for m, _, g in ops})
+
+
+def test_incomplete_provenance_is_unverified_in_count_missing_and_query(tmp_path):
+    from pw.kernel_profile import registry, service
+    from pw.kernel_profile.cache import Cache
+
+    entry = registry.lookup("single_gemm", "torch")
+    full = {f: "x" for f in entry.provenance_fields}
+    cache = Cache(tmp_path / "profile.db")
+    a, b = measured(1, 1.0), measured(2, 1.0)
+    import msgspec
+
+    a = msgspec.structs.replace(a, provenance=full)
+    b = msgspec.structs.replace(b, provenance={**full, "driver": ""})
+    cache.append([a, b])
+    specs = [entry.args(m=1, n=64, k=64, dtype="bf16"), entry.args(m=2, n=64, k=64, dtype="bf16"),
+             entry.args(m=3, n=64, k=64, dtype="bf16")]
+    gpu = service.GpuKey("H200", "argument")
+    counted = service.count_missing(entry, specs, gpu, cache)
+    assert (counted["missing_count"], counted["absent_count"], counted["unverified_count"]) == (2, 1, 1)
+    body = service.query(entry, specs, gpu, cache)
+    assert [r["status"] for r in body["results"]] == ["ok", "unverified", "missing"]
+    assert body["results"][1]["unverified_reason"] == "provenance lacks driver"

@@ -41,11 +41,20 @@ class Cache:
     # --- projection ---------------------------------------------------------------------------
 
     def sync(self) -> None:
-        """Rewrite profile.db when it is not the projection of the ledger's head."""
+        """Rewrite profile.db when it is not the projection of the ledger's head.
+
+        The ledger's last line carries the hash of the whole chain before it, so comparing it with
+        the head the database records answers "is the database current?" by reading one line, not
+        re-hashing the whole file on every lookup; a rebuild (and `pw audit`-style checks) verify it.
+        """
         if not self.ledger.exists():
             return
+        last = _last_line_hash(self.ledger.path)
+        recorded = kernel_profile_sqlite.head_of(self.db)
+        if recorded is not None and last is not None and recorded[1] == last:
+            return
         head = self.ledger.head()
-        if kernel_profile_sqlite.head_of(self.db) != (head.seq, head.hash):
+        if recorded != (head.seq, head.hash):
             self.rebuild()
 
     def rebuild(self) -> None:
@@ -67,6 +76,26 @@ class Cache:
 
     def rows(self, entry: Entry, gpu_name: str, *, full: bool) -> dict[tuple, dict]:
         """Rows of one table for (gpu_name, backend), keyed by the args tuple (bools as 0/1)."""
+        cols = "*"
+        return self._select(entry, gpu_name, cols, lambda header, cur: _as_dicts(entry, header, cur)) if full else {
+            k: {"profiler_revision": rev, "provenance": prov} for k, (rev, prov) in self.keys(entry, gpu_name).items()}
+
+    def keys(self, entry: Entry, gpu_name: str) -> dict[tuple, tuple[str, str]]:
+        """args tuple -> (profiler_revision, provenance JSON): what `count-missing` needs, no more."""
+        n = len(entry.arg_names)
+        cols = ", ".join(['"' + a + '"' for a in entry.arg_names] + ["profiler_revision", "provenance"])
+        return self._select(entry, gpu_name, cols, lambda header, cur: {r[:n]: r[n:] for r in cur})
+
+    def verdicts(self, entry: Entry, gpu_name: str) -> dict[tuple, bool]:
+        """args tuple -> whether the row is a hit: what `count-missing` needs, no more."""
+        n = len(entry.arg_names)
+        cols = ", ".join(['"' + a + '"' for a in entry.arg_names] + ["profiler_revision", "provenance"])
+        check = _provenance_check(entry)
+        rev = entry.profiler_revision
+        return self._select(entry, gpu_name, cols,
+                            lambda header, cur: {r[:n]: r[n] == rev and check(r[n + 1]) for r in cur})
+
+    def _select(self, entry: Entry, gpu_name: str, cols: str, build):
         self.sync()
         if not self.db.is_file():
             return {}
@@ -75,27 +104,79 @@ class Cache:
             exists = con.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (entry.table,)).fetchone()
             if not exists:
                 return {}
-            names = entry.arg_names
-            cols = "*" if full else ", ".join(['"' + n + '"' for n in names] + ["profiler_revision", "provenance"])
             cur = con.execute(f'SELECT {cols} FROM "{entry.table}" WHERE gpu_name=? AND backend=?',
                               (gpu_name, entry.backend))
-            header = [d[0] for d in cur.description]
-            pos = [header.index(n) for n in names]
-            return {tuple(r[p] for p in pos): dict(zip(header, r)) for r in cur}
+            return build([d[0] for d in cur.description], cur)
         except sqlite3.DatabaseError as exc:
             raise InputError(f"--db {self.db}: not a readable kernel-profile database ({exc})") from None
         finally:
             con.close()
 
 
+def _as_dicts(entry: Entry, header: list[str], cur) -> dict[tuple, dict]:
+    pos = [header.index(n) for n in entry.arg_names]
+    return {tuple(r[p] for p in pos): dict(zip(header, r)) for r in cur}
+
+
+def _last_line_hash(path: Path) -> str | None:
+    """The `hash` of the ledger's last complete line, read from the end of the file."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+    if not tail.endswith(b"\n"):
+        return None  # a torn tail: let the full check name it
+    last = tail[:-1].rsplit(b"\n", 1)[-1]
+    marker = b',"hash":"'
+    at = last.rfind(marker)
+    return last[at + len(marker):-2].decode() if at >= 0 and last.endswith(b'"}') else None
+
+
+_HAS_BOOL: dict[type, bool] = {}
+_CHECKS: dict[tuple[str, ...], object] = {}
+
+
+def _provenance_check(entry: Entry):
+    """A function telling whether a provenance JSON text gives every required field a value.
+
+    msgspec decodes straight into a struct of just those fields (others skipped in C), which is
+    several times faster than a dict and a Python loop: 100,000 rows in about 0.1 s.
+    """
+    fields = tuple(dict.fromkeys(entry.provenance_fields))
+    check = _CHECKS.get(fields)
+    if check is None:
+        shape = msgspec.defstruct("RequiredProvenance", [(f, str, "") for f in fields])
+        dec = msgspec.json.Decoder(shape)
+        astuple = msgspec.structs.astuple
+
+        def check(text: str | None) -> bool:
+            return bool(text) and "" not in astuple(dec.decode(text))
+
+        _CHECKS[fields] = check
+    return check
+
+
 def key_for(spec) -> tuple:
-    return tuple(int(v) if isinstance(v, bool) else v for v in (getattr(spec, n) for n in spec.__struct_fields__))
+    values = msgspec.structs.astuple(spec)
+    kind = type(spec)
+    has_bool = _HAS_BOOL.get(kind)
+    if has_bool is None:
+        has_bool = _HAS_BOOL[kind] = any(f.type is bool for f in msgspec.structs.fields(kind))
+    if has_bool:
+        return tuple(int(v) if isinstance(v, bool) else v for v in values)  # SQLite keeps bools as 0/1
+    return values
 
 
 def verify(entry: Entry, row: dict) -> str | None:
     """Why a row is not a hit (incomplete provenance, another profiler revision), or None."""
-    if row.get("profiler_revision") != entry.profiler_revision:
-        return f"profiler revision {row.get('profiler_revision')!r}, current {entry.profiler_revision!r}"
-    prov = _prov_decoder.decode(row.get("provenance") or "{}")
-    absent = [f for f in entry.provenance_fields if not prov.get(f)]
-    return f"provenance lacks {', '.join(absent)}" if absent else None
+    return verify_parts(entry, row.get("profiler_revision"), row.get("provenance"))
+
+
+def verify_parts(entry: Entry, revision: str | None, provenance: str | None) -> str | None:
+    if revision != entry.profiler_revision:
+        return f"profiler revision {revision!r}, current {entry.profiler_revision!r}"
+    prov = _prov_decoder.decode(provenance or "{}")
+    absent = set(entry.provenance_fields).difference([k for k, v in prov.items() if v])
+    return f"provenance lacks {', '.join(sorted(absent))}" if absent else None

@@ -86,18 +86,13 @@ def _summary(entry: Entry, gpu: GpuKey, cache: Cache, specs: list, results: list
 
 
 def count_missing(entry: Entry, specs: list, gpu: GpuKey, cache: Cache) -> dict:
-    rows = cache.rows(entry, gpu.name, full=False)
-    verdict: dict[tuple, str | None] = {}
+    hits = cache.verdicts(entry, gpu.name)
     missing = unverified = 0
     for spec in specs:
-        k = key_for(spec)
-        row = rows.get(k)
-        if row is None:
+        hit = hits.get(key_for(spec))
+        if hit is None:
             missing += 1
-            continue
-        if k not in verdict:
-            verdict[k] = verify(entry, row)
-        if verdict[k]:
+        elif not hit:
             unverified += 1
     return {"table": entry.table, "backend": entry.backend, "gpu_name": gpu.name, "gpu_name_source": gpu.source,
             "db": str(cache.db), "spec_count": len(specs), "missing_count": missing + unverified,
