@@ -8,6 +8,8 @@ import json
 import sqlite3
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pw.cli import main
 from pw.kernel_profile import registry
@@ -314,3 +316,30 @@ def test_fake_is_not_reachable_without_the_test_hook():
     out = subprocess.run([sys.executable, "-m", "pw.cli", "kernel-profile", "list", "--json"],
                          capture_output=True, text=True, check=True)
     assert "fake" not in out.stdout
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 1 << 40) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["m", "n", "k", "dtype", "backend", "specs", "x"]), inner, max_size=5),
+    max_leaves=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(doc=json_values, form=st.sampled_from(["json", "jsonl"]))
+def test_any_specs_file_gives_typed_specs_or_one_input_error(tmp_path_factory, doc, form):
+    from ledger.errors import InputError
+    from pw.kernel_profile import specs as spec_mod
+
+    entry = registry.lookup("single_gemm", "torch")
+    p = tmp_path_factory.mktemp("s") / "specs"
+    if form == "jsonl" and isinstance(doc, list):
+        p.write_text("\n".join(json.dumps(d) for d in doc))
+    else:
+        p.write_text(json.dumps(doc))
+    try:
+        got = spec_mod.parse(entry, spec=None, specs_path=str(p))
+    except InputError as exc:
+        assert "\n" not in exc.message and str(p) in exc.message
+    else:
+        assert got and all(isinstance(g, entry.args) for g in got)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from ledger.errors import InputError, ToolError
-from pw.kernel_profile.protocol import Done, Job, JobSpec, Settings
+from pw.kernel_profile.protocol import Done, JobSpec, Settings
 from pw.kernel_profile.registry import Entry
 from pw.kernel_profile.specs import as_dict
 
@@ -31,8 +31,7 @@ def measure(entry: Entry, specs: list, out: Path, *, duration_s: float, telemetr
     devices = executor.choose_devices()
     slots = executor.plan([1], devices)[1]
     got: list = []
-    job_settings = settings
-    slot = executor._Slot(entry, job_settings, slots[0], [JobSpec(0, as_dict(specs[0]))], got.append)
+    slot = executor._Slot(entry, settings, slots[0], [JobSpec(0, as_dict(specs[0]))], got.append)
     slot.job_extra = {"mode": "measure", "measure_dir": str(out.resolve()), "duration_s": duration_s,
                       "telemetry_hz": telemetry_hz}
     slot.run()
@@ -44,5 +43,3 @@ def measure(entry: Entry, specs: list, out: Path, *, duration_s: float, telemetr
             "files": sorted(p.name for p in out.iterdir()), "device": slots[0], "warnings": devices.warnings,
             "summary": summary}
 
-
-__all__ = ["measure", "Job"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 
@@ -103,12 +103,6 @@ def query(entry: Entry, specs: list, gpu: GpuKey, cache: Cache) -> dict:
     rows = cache.rows(entry, gpu.name, full=True)
     results = [_row_result(entry, i, s, rows.get(key_for(s)), full=True) for i, s in enumerate(specs)]
     return {**_summary(entry, gpu, cache, specs, results), "results": results}
-
-
-@dataclass
-class RunReport:
-    body: dict
-    measured: dict = field(default_factory=dict)
 
 
 def _events(entry: Entry, gpu: GpuKey, specs: list[dict], outcome, batch_id: str) -> list:

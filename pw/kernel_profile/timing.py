@@ -115,8 +115,7 @@ class Timer:
         self.names = {k.name for k in per_call} | {k.name for k in flush}
         return len(per_call), len(flush), [k.name for k in per_call]
 
-    def samples(self, call: Callable[[], object], per_call: int, per_flush: int,
-                on_batch: Callable[[list[int]], None] | None = None) -> tuple[list[int], str]:
+    def samples(self, call: Callable[[], object], per_call: int, per_flush: int) -> tuple[list[int], str]:
         """Per-invocation ns, in batches, until the stopping rule holds or the timeout passes."""
         s = self.s
         ns: list[int] = []
@@ -126,8 +125,6 @@ class Timer:
             recs = self._window(call, batch, self.flush_buf is not None)
             ns += kineto.per_invocation(recs, per_call=per_call, separator=per_flush if self.flush_buf is not None else 0,
                                         n=batch, names=self.names)
-            if on_batch:
-                on_batch(ns)
             if converged(ns, s):
                 return ns, "converged"
             if time.monotonic() - start >= s.timeout_s:
@@ -141,8 +138,7 @@ class Timer:
         filling at least `energy_window_s` (the counter's resolution needs a long window)."""
         torch = self.torch
         reps = max(1, math.ceil(self.s.energy_window_s / max(est_s, 1e-7)))
-        total_reps, e0 = 0, None
-        t0 = time.monotonic()
+        total_reps = 0
         torch.cuda.synchronize()
         e0 = sampler.energy_mj()
         t0 = time.monotonic()
