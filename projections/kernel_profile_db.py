@@ -2,7 +2,7 @@
 
 The last `KernelMeasured` event for a key (gpu_name, backend, args) wins, so `run --force` is a
 new event, never an edit. Failures are kept for reporting but are never rows. No I/O here; the
-SQLite writer is `projections/kernel_profile_sqlite.py`.
+SQLite writer is `projections/materialize_kernel_profile.py`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ledger.store import Ledger
-from projections import kernel_profile_db, kernel_profile_sqlite
+from projections import kernel_profile_db, materialize_kernel_profile
 from pw.kernel_profile import registry, service, specs
 from pw.kernel_profile.cache import Cache
 
@@ -23,11 +23,11 @@ SQLITE_VERSION_BYTES = slice(96, 100)  # the header field naming the library tha
 
 
 def test_rebuild_of_the_recorded_ledger_prefix_is_the_device_db_byte_for_byte(tmp_path):
-    head = kernel_profile_sqlite.head_of(DATA / "profile.db")
+    head = materialize_kernel_profile.head_of(DATA / "profile.db")
     assert head is not None and head[0] == META["db_head_seq"]
     events = Ledger(DATA / "profile.ledger.jsonl").events(until=head[0])
     db = tmp_path / "profile.db"
-    kernel_profile_sqlite.write(db, kernel_profile_db.fold(events))
+    materialize_kernel_profile.write(db, kernel_profile_db.fold(events))
     ours, theirs = bytearray(db.read_bytes()), bytearray((DATA / "profile.db").read_bytes())
     if sqlite3.sqlite_version != META["sqlite_version"]:
         ours[SQLITE_VERSION_BYTES] = theirs[SQLITE_VERSION_BYTES] = b"\0\0\0\0"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ledger.events import Note
 from ledger.kernel_events import KernelMeasured, KernelMeasurementFailed, SampleStats, Telemetry
-from projections import kernel_profile_db, kernel_profile_sqlite
+from projections import kernel_profile_db, materialize_kernel_profile
 from tests.conftest import deterministic_ledger
 
 
@@ -37,20 +37,20 @@ def test_last_measurement_of_a_key_wins_and_failures_are_not_rows(tmp_path):
         ("H200", "torch", 1, 64, 64, "bf16"): 1.5, ("H200", "torch", 2, 64, 64, "bf16"): 2.0}
     assert len(state.failures) == 1 and state.head_seq == 5
     db = tmp_path / "profile.db"
-    kernel_profile_sqlite.write(db, state)
+    materialize_kernel_profile.write(db, state)
     with sqlite3.connect(db) as con:
         got = con.execute("SELECT m, time_ms, stop_reason, throttle_mask, ledger_seq FROM single_gemm ORDER BY m").fetchall()
         assert got == [(1, 1.5, "converged", 4, 4), (2, 2.0, "converged", 4, 2)]
         schema = con.execute("SELECT sql FROM sqlite_master WHERE name='single_gemm'").fetchone()[0]
         assert 'UNIQUE(gpu_name, backend, "m", "n", "k", "dtype")' in schema
-    assert kernel_profile_sqlite.head_of(db) == (state.head_seq, state.head_hash)
+    assert materialize_kernel_profile.head_of(db) == (state.head_seq, state.head_hash)
 
 
 def test_an_arg_named_like_a_row_column_is_refused(tmp_path):
     from projections.kernel_profile_db import TableRows
 
     try:
-        kernel_profile_sqlite.table_sql("t", TableRows(arg_names=("m", "power_w")))
+        materialize_kernel_profile.table_sql("t", TableRows(arg_names=("m", "power_w")))
     except ValueError as exc:
         assert "power_w" in str(exc)
     else:
@@ -80,9 +80,9 @@ def test_rebuild_is_byte_identical_and_independent_of_db_history(tmp_path_factor
         led.append(measured(m, t, gpu), expected_seq=None)
     state = kernel_profile_db.fold(led.events())
     a, b = tmp / "a.db", tmp / "b.db"
-    kernel_profile_sqlite.write(a, state)
-    kernel_profile_sqlite.write(b, kernel_profile_db.fold(led.events()))
-    kernel_profile_sqlite.write(b, state)  # overwriting an existing file changes nothing either
+    materialize_kernel_profile.write(a, state)
+    materialize_kernel_profile.write(b, kernel_profile_db.fold(led.events()))
+    materialize_kernel_profile.write(b, state)  # overwriting an existing file changes nothing either
     assert a.read_bytes() == b.read_bytes()
     with sqlite3.connect(a) as con:
         assert con.execute("SELECT count(*) FROM single_gemm").fetchone()[0] == len({(m, g) for m, _, g in ops})

@@ -17,7 +17,7 @@ import msgspec
 from ledger.errors import InputError
 from ledger.kernel_events import KernelMeasured, KernelMeasurementFailed
 from ledger.store import Ledger
-from projections import kernel_profile_db, kernel_profile_sqlite
+from projections import kernel_profile_db, materialize_kernel_profile
 from pw.kernel_profile.registry import Entry
 
 _prov_decoder = msgspec.json.Decoder(dict[str, str])
@@ -50,7 +50,7 @@ class Cache:
         if not self.ledger.exists():
             return
         last = _last_line_hash(self.ledger.path)
-        recorded = kernel_profile_sqlite.head_of(self.db)
+        recorded = materialize_kernel_profile.head_of(self.db)
         if recorded is not None and last is not None and recorded[1] == last:
             return
         head = self.ledger.head()
@@ -63,7 +63,7 @@ class Cache:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)  # two writers never interleave; the later head wins
             state = kernel_profile_db.fold(self.ledger.events())
-            kernel_profile_sqlite.write(self.db, state)
+            materialize_kernel_profile.write(self.db, state)
         finally:
             os.close(lock)
 
