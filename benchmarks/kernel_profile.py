@@ -3,6 +3,7 @@
     python benchmarks/kernel_profile.py                 # CPU: count-missing on 100,000 specs
     python benchmarks/kernel_profile.py --device OUT    # GPU host: the device scenario of issue #15
     python benchmarks/kernel_profile.py --device OUT --one-gpu-compare   # and 1 GPU vs 2 GPUs
+    python benchmarks/kernel_profile.py --recorded      # the H200 run kept in tests/data, summarized
 
 The device scenario runs the real CLI (`python -m pw.cli kernel-profile ...`) as a user would and
 keeps every output under OUT: the cache ledger, profile.db, the snapshots and the JSON answers.
@@ -215,6 +216,28 @@ def device(out: Path, one_gpu_compare: bool, count: int = 200, short: bool = Fal
         print(f"two_gpu_speedup={(one / two) if one and two else None}")
 
 
+def recorded(data: Path) -> None:
+    """key=value lines of the device run kept under tests/data/kernel-profile-h200 (no GPU needed)."""
+    fill = json.loads((data / "fill_gemm.json").read_text())
+    res = [r for r in fill["results"] if r["status"] == "ok"]
+    rel = sorted(r["stats"]["rel_stdev"] for r in res)
+    per_spec = sorted(r["stats"]["gpu_time_s"] for r in res)
+    print(f"recorded_gemm_specs={len(fill['results'])}")
+    print(f"recorded_gemm_fill_measure_wall_s={fill['measure_wall_s']}")
+    print(f"recorded_gemm_fill_devices={','.join(map(str, fill['devices']))}")
+    print(f"recorded_gemm_time_ms_min={min(r['metrics']['time_ms'] for r in res):.4f}")
+    print(f"recorded_gemm_rel_stdev_median={rel[len(rel) // 2]:.4f}")
+    print(f"recorded_gemm_rel_stdev_le_0p5pct={sum(v <= 0.005 for v in rel)}")
+    print(f"recorded_gemm_timed_gpu_s_median={per_spec[len(per_spec) // 2]:.3f}")
+    print(f"recorded_gemm_tflops_median={sorted(r['metrics']['tflops'] for r in res)[len(res) // 2]:.1f}")
+    print(f"recorded_count_missing_after={json.loads((data / 'count_after.json').read_text())['missing_count']}")
+    print(f"recorded_fresh_persisted={json.loads((data / 'fresh.json').read_text())['persisted']}")
+    summary = json.loads((data / "measure_gemm" / "summary.json").read_text())
+    print(f"recorded_measure_launches={summary['launches']}")
+    print(f"recorded_measure_rel_stdev={summary['stats']['rel_stdev']:.4f}")
+    print(f"recorded_measure_power_w={summary['telemetry']['power_w']:.0f}")
+
+
 def kineto_fixture(path: Path) -> None:
     """Raw Kineto fields of one real window (3 x [L2 flush, 1024^3 bf16 GEMM]): a CI fixture for the reader."""
     import torch
@@ -242,13 +265,16 @@ def kineto_fixture(path: Path) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--kineto-fixture", metavar="PATH")
+    ap.add_argument("--recorded", action="store_true", help="summarize the recorded H200 run")
     ap.add_argument("--device", metavar="OUT")
     ap.add_argument("--one-gpu-compare", action="store_true")
     ap.add_argument("--gemm-count", type=int, default=200)
     ap.add_argument("--fill-limit-s", type=float, default=400)
     ap.add_argument("--short", action="store_true", help="one spec each of rmsnorm/attention/all_reduce")
     a = ap.parse_args()
-    if a.kineto_fixture:
+    if a.recorded:
+        recorded(ROOT / "tests" / "data" / "kernel-profile-h200")
+    elif a.kineto_fixture:
         kineto_fixture(Path(a.kineto_fixture))
     elif a.device:
         device(Path(a.device), a.one_gpu_compare, a.gemm_count, a.short, a.fill_limit_s)
