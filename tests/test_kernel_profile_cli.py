@@ -343,3 +343,13 @@ def test_any_specs_file_gives_typed_specs_or_one_input_error(tmp_path_factory, d
         assert "\n" not in exc.message and str(p) in exc.message
     else:
         assert got and all(isinstance(g, entry.args) for g in got)
+
+
+def test_a_worker_that_keeps_dying_stops_being_restarted(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("PW_PROFILE_GPUS", "0")
+    crash = [{"rows": r, "cols": 1, "dtype": "bf16", "behavior": "crash"} for r in range(1, 6)]
+    code, body, _ = kp(capsys, "run", *T, "--specs", specs_file(tmp_path, crash), *db_args(tmp_path))
+    assert code == 1 and body["missing_count"] == 5
+    messages = [r["message"] for r in body["results"]]
+    assert sum(m.startswith("worker died") for m in messages) == 3  # three workers started, three died
+    assert sum(m.startswith("not measured: 3 workers in a row died") for m in messages) == 2

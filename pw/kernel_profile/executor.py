@@ -29,6 +29,8 @@ _decoder = msgspec.json.Decoder(WorkerLine)
 # Setup before timing (allocation, warm-up, compilation, the energy window) on top of the
 # timing phase's own limit, before a spec counts as hung.
 SPEC_SLACK_S = 120.0
+# After this many workers in a row die without one answer, the slot gives up on its other specs.
+MAX_BARREN_WORKERS = 3
 
 
 @dataclass
@@ -98,12 +100,23 @@ class _Slot(threading.Thread):
         self.pending = list(specs)
         self.report = report
         self.job_extra: dict = {}  # Job fields beyond the cache mode (the measure diagnostic's)
+        self.last_death = ""
 
     def run(self) -> None:
+        deaths = 0  # workers in a row that died without answering a single spec
         while self.pending:
-            self._one_worker()
+            answered = self._one_worker()
+            deaths = 0 if answered else deaths + 1
+            if deaths >= MAX_BARREN_WORKERS and self.pending:
+                # The same death again and again is the environment, not a spec: stop paying a
+                # worker start-up per spec and say so for every spec left.
+                for spec in self.pending:
+                    self.report(Failed(spec.index, "worker_crash", f"not measured: {deaths} workers in a row died "
+                                       f"before answering any spec; last: {self.last_death}"))
+                self.pending = []
 
-    def _one_worker(self) -> None:
+    def _one_worker(self) -> bool:
+        """One worker process over the pending specs; True when it answered at least one."""
         env = dict(os.environ)
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, self.devices))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
@@ -133,6 +146,7 @@ class _Slot(threading.Thread):
         limit = self.settings.timeout_s + SPEC_SLACK_S + float(self.job_extra.get("duration_s", 0))
         deadline = time.monotonic() + limit
         remaining = {s.index for s in self.pending}
+        answered = 0
         while True:
             try:
                 raw = lines.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -165,11 +179,14 @@ class _Slot(threading.Thread):
             else:
                 in_flight = None
                 remaining.discard(line.index)
+                answered += 1
                 self.report(line)
         self.pending = [s for s in self.pending if s.index in remaining]
+        return answered > 0
 
     def _fail(self, index: int, error: str, message: str, remaining: set[int]) -> None:
         remaining.discard(index)
+        self.last_death = message
         self.report(Failed(index, error, message))
 
 
