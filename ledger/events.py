@@ -8,18 +8,16 @@ renames and type changes need a version bump and an upcaster.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import msgspec
 
+from ledger import kernel_events as _kernel_events
 from ledger.contract import Contract
+from ledger.payload import Payload
 
 GENESIS = "0" * 64
 
-
-class Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    TYPE: ClassVar[str]
-    VERSION: ClassVar[int] = 1
 
 
 class Envelope(msgspec.Struct, frozen=True):
@@ -435,6 +433,8 @@ class Note(Payload, frozen=True):
     text: str
 
 
+# The kernel-profile cache's events live in their own module but share this one registry, so one
+# store and one codec read every ledger.
 EVENT_TYPES: dict[str, type[Payload]] = {
     cls.TYPE: cls
     for cls in (
@@ -460,5 +460,6 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         StageCompleted,
         LedgerRepaired,
         Note,
+        *_kernel_events.KERNEL_EVENT_TYPES,
     )
 }

@@ -24,6 +24,12 @@ TEMPLATES = "templates"  # skills/templates/<kind>/ hold copy-me skeletons, not 
 
 #: adapter name (adapters/registry.json) -> child skill folder. callgrind's cache-simulation variant
 #: is the same tool with one more flag, so pw-callgrind documents both.
+# Children that are not profilers of the optimisation loop but services with their own verbs: no
+# seven stages, no gate table, never routed to.
+SERVICE_CHILDREN: dict[str, str] = {
+    "pw-kernel-profile": "the kernel-profile cache, `pw kernel-profile` (DESIGN.md section 13)",
+}
+
 ADAPTER_CHILDREN: dict[str, str] = {
     "perf": "pw-perf",
     "callgrind": "pw-callgrind",

@@ -30,6 +30,7 @@ VERBS: dict[str, str] = {
     "rebuild": "pw.cli.upkeep:rebuild",
     "repair": "pw.cli.upkeep:repair",
     "validate": "pw.cli.upkeep:validate",
+    "kernel-profile": "pw.cli.kernel_cache:kernel_profile",
 }
 
 
@@ -109,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _verb(sub, "validate", "check a run file or profileweaver.json against its schema", run=False)
     p.add_argument("file", metavar="FILE")
+
+    from pw.cli.kernel_cache import add_parser as add_kernel_profile  # argparse only; no heavy imports
+
+    add_kernel_profile(sub, _verb)
     return parser
 
 

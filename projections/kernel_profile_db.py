@@ -1,0 +1,78 @@
+"""The kernel-profile cache as rows: a pure fold of the cache ledger's events.
+
+The last `KernelMeasured` event for a key (gpu_name, backend, args) wins, so `run --force` is a
+new event, never an edit. Failures are kept for reporting but are never rows. No I/O here; the
+SQLite writer is `projections/materialize_kernel_profile.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ledger.events import Envelope, LedgerRepaired, Note
+from ledger.kernel_events import ArgValue, KernelMeasured, KernelMeasurementFailed
+
+# Events a cache ledger may hold that say nothing about rows.
+IGNORED = (LedgerRepaired, Note)
+
+
+@dataclass(frozen=True)
+class Row:
+    gpu_name: str
+    backend: str
+    args: tuple[ArgValue, ...]
+    event: KernelMeasured
+    seq: int
+
+
+@dataclass
+class TableRows:
+    arg_names: tuple[str, ...]
+    metric_names: list[str] = field(default_factory=list)  # in order of first appearance
+    rows: dict[tuple, Row] = field(default_factory=dict)  # (gpu_name, backend, *args) -> Row
+
+
+@dataclass
+class CacheState:
+    tables: dict[str, TableRows] = field(default_factory=dict)
+    failures: list[tuple[int, KernelMeasurementFailed]] = field(default_factory=list)
+    head_seq: int = 0
+    head_hash: str = ""
+
+
+def initial() -> CacheState:
+    return CacheState()
+
+
+def evolve(state: CacheState, env: Envelope) -> CacheState:
+    """Apply one event (mutating and returning `state`: a fold over one ledger read, never shared)."""
+    data = env.data
+    if isinstance(data, KernelMeasured):
+        names = tuple(data.arg_names)
+        table = state.tables.setdefault(data.table, TableRows(arg_names=names))
+        if names != table.arg_names:
+            raise ValueError(f"ledger seq {env.seq}: {data.table} args {names} differ from {table.arg_names}")
+        for m in data.metrics:
+            # A metric that is also an arg (all_reduce's message_size_bytes) lives in the arg column.
+            if m not in table.metric_names and m not in names:
+                table.metric_names.append(m)
+        key = (data.gpu_name, data.backend, *data.arg_values)
+        table.rows[key] = Row(data.gpu_name, data.backend, tuple(data.arg_values), data, env.seq)
+    elif isinstance(data, KernelMeasurementFailed):
+        state.failures.append((env.seq, data))
+    elif not isinstance(data, IGNORED):
+        raise ValueError(f"ledger seq {env.seq}: event {env.type} does not belong in a kernel-profile ledger")
+    state.head_seq, state.head_hash = env.seq, env.hash
+    return state
+
+
+def fold(events: list[Envelope]) -> CacheState:
+    state = initial()
+    for env in events:
+        state = evolve(state, env)
+    return state
+
+
+def sorted_rows(table: TableRows) -> list[Row]:
+    """Rows in key order; mixed value types in one column are ordered by type name first."""
+    return sorted(table.rows.values(), key=lambda r: (r.gpu_name, r.backend, *((type(v).__name__, v) for v in r.args)))

@@ -1,0 +1,198 @@
+"""The four cache verbs as functions over (entry, specs): list, count-missing, query, run.
+
+`query` and `count-missing` only read. `run` reads the hits, measures the misses (all specs with
+`force`/`fresh`) through the executor, appends the measurements to the cache ledger, and then
+answers through the same lookup `query` uses; with `fresh` nothing is appended and the answer is
+the measurement itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+
+import msgspec
+
+from ledger.errors import InputError
+from ledger.kernel_events import KernelMeasured, KernelMeasurementFailed
+from pw.kernel_profile import registry
+from pw.kernel_profile.cache import Cache, key_for, verify
+from pw.kernel_profile.protocol import Done, Failed, Settings
+from pw.kernel_profile.registry import Entry
+from pw.kernel_profile.specs import as_dict
+
+STAT_FIELDS = ("n", "median_ms", "mean_ms", "q1_ms", "q3_ms", "rel_stdev", "gpu_time_s", "stop_reason")
+TELEMETRY_FIELDS = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "throttle_mask")
+
+
+@dataclass
+class GpuKey:
+    name: str
+    source: str  # "argument" (--gpu-name) or "resolved" (the device's name, normalized)
+    device_name: str = ""
+
+
+def resolve_gpu(gpu_name: str | None, devices: list[int] | None = None) -> GpuKey:
+    """`--gpu-name` is a key, never a device selector; without it the devices' normalized name."""
+    if gpu_name is not None:
+        if not gpu_name.strip():
+            raise InputError("--gpu-name: empty (expected a database GPU key such as H200)")
+        return GpuKey(gpu_name.strip(), "argument")
+    from pw.kernel_profile import nvml
+
+    if devices is None:
+        pinned = os.environ.get("PW_PROFILE_GPUS", "").strip()
+        devices = [int(x) for x in pinned.split(",") if x.strip()] if pinned else list(range(nvml.device_count()))
+    if not devices:
+        raise InputError("--gpu-name: no GPU to read a name from; pass --gpu-name")
+    raw = {nvml.device_name(i) for i in devices}
+    if len(raw) > 1:
+        raise InputError(f"--gpu-name: the GPUs here differ ({', '.join(sorted(raw))}); pass --gpu-name")
+    name = raw.pop()
+    return GpuKey(nvml.normalize_gpu_name(name), "resolved", name)
+
+
+def list_entries() -> list[dict]:
+    return [e.describe() for e in registry.entries()]
+
+
+def _row_result(entry: Entry, index: int, spec, row: dict | None, *, full: bool) -> dict:
+    out: dict = {"index": index, "args": as_dict(spec)}
+    if row is None:
+        out["status"] = "missing"
+        return out
+    why = verify(entry, row)
+    out["status"] = "unverified" if why else "ok"
+    if why:
+        out["unverified_reason"] = why
+    if full:
+        out["metrics"] = {m: row.get(m) for m in entry.metric_family}
+        out["stats"] = {f: row.get("n_samples" if f == "n" else f) for f in STAT_FIELDS}
+        out["telemetry"] = {f: row.get(f) for f in TELEMETRY_FIELDS}
+        out["provenance"] = json.loads(row.get("provenance") or "{}")
+        out["profiler_revision"] = row.get("profiler_revision")
+    return out
+
+
+def _summary(entry: Entry, gpu: GpuKey, cache: Cache, specs: list, results: list[dict]) -> dict:
+    return {
+        "table": entry.table, "backend": entry.backend, "gpu_name": gpu.name, "gpu_name_source": gpu.source,
+        "db": str(cache.db), "spec_count": len(specs),
+        "missing_count": sum(r["status"] != "ok" for r in results),
+        "unverified_count": sum(r["status"] == "unverified" for r in results),
+    }
+
+
+def count_missing(entry: Entry, specs: list, gpu: GpuKey, cache: Cache) -> dict:
+    hits = cache.verdicts(entry, gpu.name)
+    missing = unverified = 0
+    for spec in specs:
+        hit = hits.get(key_for(spec))
+        if hit is None:
+            missing += 1
+        elif not hit:
+            unverified += 1
+    return {"table": entry.table, "backend": entry.backend, "gpu_name": gpu.name, "gpu_name_source": gpu.source,
+            "db": str(cache.db), "spec_count": len(specs), "missing_count": missing + unverified,
+            "absent_count": missing, "unverified_count": unverified}
+
+
+def query(entry: Entry, specs: list, gpu: GpuKey, cache: Cache) -> dict:
+    rows = cache.rows(entry, gpu.name, full=True)
+    results = [_row_result(entry, i, s, rows.get(key_for(s)), full=True) for i, s in enumerate(specs)]
+    return {**_summary(entry, gpu, cache, specs, results), "results": results}
+
+
+def _events(entry: Entry, gpu: GpuKey, specs: list[dict], outcome, batch_id: str) -> list:
+    names = list(entry.arg_names)
+    out: list = []
+    for i, a in enumerate(specs):
+        r = outcome.results[i]
+        values = [a[n] for n in names]
+        if isinstance(r, Done):
+            m = r.measurement
+            prov = {**m.provenance, "backend": entry.backend, "gpu_name": gpu.name,
+                    "profiler_revision": entry.profiler_revision, "device_name": m.device_name,
+                    "shape": ",".join(f"{n}={a[n]}" for n in names)}
+            out.append(KernelMeasured(table=entry.table, backend=entry.backend, gpu_name=gpu.name, arg_names=names,
+                                      arg_values=values, metrics=m.metrics, stats=m.stats, telemetry=m.telemetry,
+                                      provenance=prov, profiler_revision=entry.profiler_revision,
+                                      device_index=outcome.device_groups.get(i, [0])[0], batch_id=batch_id))
+        else:
+            out.append(KernelMeasurementFailed(table=entry.table, backend=entry.backend, gpu_name=gpu.name,
+                                               arg_names=names, arg_values=values, error=r.error,
+                                               message=r.message, batch_id=batch_id))
+    return out
+
+
+def run(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, *, force: bool, fresh: bool,
+        settings: Settings, devices=None) -> dict:
+    from pw.kernel_profile import executor
+
+    if force and fresh:
+        raise InputError("--force and --fresh: give at most one (--fresh measures like --force and stores nothing)")
+    mode = "fresh" if fresh else "force" if force else "jit-fill"
+    devices = devices or executor.choose_devices()
+    gpu = resolve_gpu(gpu_name, devices.indices)
+    before = count_missing(entry, specs, gpu, cache) if not fresh else None
+    # Distinct keys to measure, in first-appearance order: duplicates are measured once.
+    todo: dict[tuple, dict] = {}
+    if force or fresh:
+        for s in specs:
+            todo.setdefault(key_for(s), as_dict(s))
+    else:
+        rows = cache.rows(entry, gpu.name, full=False)
+        for s in specs:
+            row = rows.get(key_for(s))
+            if row is None or verify(entry, row):
+                todo.setdefault(key_for(s), as_dict(s))
+    batch_id = uuid.uuid4().hex
+    keys = list(todo)
+    outcome = None
+    if keys:
+        outcome = executor.run_batch(entry, [todo[k] for k in keys], settings, devices)
+    failures = []
+    if outcome:
+        for i, k in enumerate(keys):
+            r = outcome.results[i]
+            if isinstance(r, Failed):
+                failures.append({"args": todo[k], "error": r.error, "message": r.message})
+    if fresh:
+        by_key = {k: outcome.results[i] for i, k in enumerate(keys)} if outcome else {}
+        results = []
+        for i, s in enumerate(specs):
+            r = by_key[key_for(s)]
+            if isinstance(r, Done):
+                m = r.measurement
+                results.append({"index": i, "args": as_dict(s), "status": "ok", "source": "fresh",
+                                "metrics": {f: m.metrics.get(f) for f in entry.metric_family},
+                                "stats": msgspec.to_builtins(m.stats), "telemetry": msgspec.to_builtins(m.telemetry),
+                                "provenance": m.provenance})
+            else:
+                results.append({"index": i, "args": as_dict(s), "status": "missing", "error": r.error,
+                                "message": r.message})
+        body = {"table": entry.table, "backend": entry.backend, "gpu_name": gpu.name, "gpu_name_source": gpu.source,
+                "db": str(cache.db), "spec_count": len(specs),
+                "missing_count": sum(r["status"] != "ok" for r in results), "unverified_count": 0,
+                "persisted": False, "results": results}
+    else:
+        if outcome:
+            cache.append(_events(entry, gpu, [todo[k] for k in keys], outcome, batch_id))
+        body = query(entry, specs, gpu, cache)
+        body["persisted"] = bool(keys)
+        failed_by_key = {key_for(entry.args(**f["args"])): f for f in failures}
+        for r in body["results"]:
+            f = failed_by_key.get(key_for(entry.args(**r["args"])))
+            if f and r["status"] != "ok":
+                r["error"], r["message"] = f["error"], f["message"]
+    body.update({
+        "mode": mode, "measured_count": len(keys), "failed_count": len(failures),
+        "missing_before": before["missing_count"] if before else None,
+        "devices": devices.indices, "devices_pinned": devices.pinned, "warnings": devices.warnings,
+        "device_name": gpu.device_name or None, "batch_id": batch_id if keys else None,
+        "worker_slots": {str(g): s for g, s in (outcome.slots.items() if outcome else [])},
+        "measure_wall_s": round(outcome.wall_s, 3) if outcome else 0.0,
+    })
+    return body

@@ -1,0 +1,53 @@
+"""`--output-dir`: an immutable snapshot of one call (request.json, results.json, curve.json,
+job.meta.json). A directory that already holds a snapshot is refused before anything runs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ledger.errors import InputError
+
+FILES = ("request.json", "results.json", "curve.json", "job.meta.json")
+
+
+def check_free(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--output-dir {out}: exists and is not a directory")
+    taken = [f for f in FILES if (out / f).exists()]
+    if taken:
+        raise InputError(f"--output-dir {out}: already holds a snapshot ({', '.join(taken)}); "
+                         "snapshots are immutable, choose a fresh directory")
+
+
+def curve(arg_names: tuple[str, ...], metric_family: tuple[str, ...], results: list[dict]) -> dict:
+    """Varying args in declaration order become axes (x, y, then facets); constants go to fixedArgs."""
+    varying = [n for n in arg_names if len({json.dumps(r["args"][n]) for r in results}) > 1]
+    fixed = {n: results[0]["args"][n] for n in arg_names if n not in varying} if results else {}
+    points = []
+    for r in results:
+        p = {n: r["args"][n] for n in varying}
+        p["status"] = r["status"]
+        for m in metric_family:
+            p[m] = (r.get("metrics") or {}).get(m)
+        points.append(p)
+    return {
+        "axes": {"x": varying[0] if varying else None, "y": varying[1] if len(varying) > 1 else None,
+                 "facets": varying[2:]},
+        "fixedArgs": fixed, "metrics": list(metric_family), "points": points,
+    }
+
+
+def write(out: Path, docs: dict[str, dict]) -> list[str]:
+    """Write each file once (O_EXCL: never over an existing one) and make it read-only."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in FILES:
+        path = out / name
+        data = (json.dumps(docs[name], indent=2, sort_keys=False) + "\n").encode()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        written.append(str(path))
+    return written

@@ -1,0 +1,110 @@
+"""CI replay of the device run on two H200s (tests/data/kernel-profile-h200/, see device.json):
+the recorded cache ledger rebuilds the profile.db the device wrote, and the recorded answers agree
+with what the rebuilt database says."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ledger.store import Ledger
+from projections import kernel_profile_db, materialize_kernel_profile
+from pw.kernel_profile import registry, service, specs
+from pw.kernel_profile.cache import Cache
+
+DATA = Path(__file__).parent / "data" / "kernel-profile-h200"
+pytestmark = pytest.mark.skipif(not (DATA / "profile.ledger.jsonl").exists(), reason="no recorded device run")
+META = json.loads((DATA / "device.json").read_text()) if (DATA / "device.json").exists() else {}
+SQLITE_VERSION_BYTES = slice(96, 100)  # the header field naming the library that last wrote the file
+
+
+def test_rebuild_of_the_recorded_ledger_prefix_is_the_device_db_byte_for_byte(tmp_path):
+    head = materialize_kernel_profile.head_of(DATA / "profile.db")
+    assert head is not None and head[0] == META["db_head_seq"]
+    events = Ledger(DATA / "profile.ledger.jsonl").events(until=head[0])
+    db = tmp_path / "profile.db"
+    materialize_kernel_profile.write(db, kernel_profile_db.fold(events))
+    ours, theirs = bytearray(db.read_bytes()), bytearray((DATA / "profile.db").read_bytes())
+    if sqlite3.sqlite_version != META["sqlite_version"]:
+        ours[SQLITE_VERSION_BYTES] = theirs[SQLITE_VERSION_BYTES] = b"\0\0\0\0"
+    assert ours == theirs
+
+
+def test_full_rebuild_is_deterministic_and_holds_every_table(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        shutil.copy(DATA / "profile.ledger.jsonl", tmp_path / name / "profile.ledger.jsonl")
+        Cache(tmp_path / name / "profile.db").rebuild()
+    assert (tmp_path / "a" / "profile.db").read_bytes() == (tmp_path / "b" / "profile.db").read_bytes()
+    with sqlite3.connect(tmp_path / "a" / "profile.db") as con:
+        counts = {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+                  for t in ("single_gemm", "rmsnorm", "attention", "all_reduce")}
+    assert counts == {"single_gemm": 20, "rmsnorm": 2, "attention": 2, "all_reduce": 1}
+
+
+def test_recorded_fill_answers_every_spec(tmp_path):
+    shutil.copy(DATA / "profile.ledger.jsonl", tmp_path / "profile.ledger.jsonl")
+    cache = Cache(tmp_path / "profile.db")
+    entry = registry.lookup("single_gemm", "torch")
+    batch = specs.parse(entry, spec=None, specs_path=str(DATA / "gemm_specs.json"))
+    gpu = service.GpuKey("H200", "argument")
+    assert json.loads((DATA / "count_before.json").read_text())["missing_count"] == len(batch)
+    assert json.loads((DATA / "count_after.json").read_text())["missing_count"] == 0
+    assert service.count_missing(entry, batch, gpu, cache)["missing_count"] == 0
+    body = service.query(entry, batch, gpu, cache)
+    recorded = json.loads((DATA / "query_gemm.json").read_text())
+    assert len(body["results"]) == len(batch) == len(recorded["results"])
+    assert [r["metrics"] for r in body["results"]] == [r["metrics"] for r in recorded["results"]]
+    assert recorded["gpu_name"] == "H200" and recorded["gpu_name_source"] == "resolved"
+    for r in body["results"]:
+        m, st = r["metrics"], r["stats"]
+        assert r["status"] == "ok"
+        assert m["time_ms"] >= 0.05 and m["energy_j"] > 0 and 0 < m["tflops"] < 1000
+        assert st["n"] >= 10 and st["stop_reason"] in ("converged", "timeout")
+        assert st["q1_ms"] <= st["median_ms"] <= st["q3_ms"]
+        assert (st["stop_reason"] == "converged") == (st["rel_stdev"] <= 0.005 and st["gpu_time_s"] >= 0.5)
+        assert r["telemetry"]["sm_clock_mhz"] > 0
+        assert {"torch", "cuda", "driver", "algorithm", "timer", "kernels", "device_name"} <= set(r["provenance"])
+
+
+def test_recorded_fresh_run_measured_without_persisting():
+    fresh = json.loads((DATA / "fresh.json").read_text())
+    assert fresh["persisted"] is False and fresh["mode"] == "fresh"
+    assert [r["source"] for r in fresh["results"]] == ["fresh", "fresh"]
+    batches = [json.loads(line)["data"]["batch_id"] for line in (DATA / "profile.ledger.jsonl").read_text().splitlines()]
+    assert fresh["batch_id"] not in batches  # no event of that run reached the ledger
+
+
+def test_recorded_all_reduce_follows_nccl_tests_definitions(tmp_path):
+    shutil.copy(DATA / "profile.ledger.jsonl", tmp_path / "profile.ledger.jsonl")
+    entry = registry.lookup("all_reduce", "nccl")
+    spec = entry.args(message_size_bytes=64 << 20, num_gpus=2, dtype="bf16")
+    body = service.query(entry, [spec], service.GpuKey("H200", "argument"), Cache(tmp_path / "profile.db"))
+    r = body["results"][0]
+    assert r["status"] == "ok"
+    m, n = r["metrics"], r["args"]["num_gpus"]
+    algbw = r["args"]["message_size_bytes"] / (m["time_ms"] / 1e3) / 1e9
+    assert m["message_size_bytes"] == 64 << 20
+    assert m["algbw_gbps"] == pytest.approx(algbw)
+    assert m["busbw_gbps"] == pytest.approx(algbw * 2 * (n - 1) / n)
+
+
+def test_recorded_snapshot_and_measure_outputs():
+    snap = DATA / "snap_fill_gemm"
+    assert sorted(p.name for p in snap.iterdir()) == ["curve.json", "job.meta.json", "request.json", "results.json"]
+    curve = json.loads((snap / "curve.json").read_text())
+    assert curve["axes"] == {"x": "m", "y": "n", "facets": ["k", "dtype"]} and curve["fixedArgs"] == {}
+    assert len(curve["points"]) == 20
+    att = json.loads((DATA / "snap_attention" / "curve.json").read_text())
+    assert att["axes"]["x"] == "causal" and set(att["fixedArgs"]) == {"batch", "heads", "seq_len", "head_dim", "dtype"}
+    out = DATA / "measure_gemm"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "runtime.png", "runtimes.csv", "summary.json", "telemetry.csv", "telemetry.png"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["launches"] == summary["stats"]["n"] == len((out / "runtimes.csv").read_text().splitlines()) - 1
+    assert summary["telemetry"]["samples"] == len((out / "telemetry.csv").read_text().splitlines()) - 1
+    assert summary["window_s"] >= 2.0
