@@ -278,6 +278,8 @@ def test_mechanism_gate_requires_the_counter_for_gpu_hotspots():
     mech = next(g for g in gates.evaluate_gates(good) if g.name == "mechanism")
     assert mech.passed, mech.detail
     assert "global_store_sectors_per_request 32 -> 4" in mech.detail
+    # Rules 3 (before the GPU counter rule) did not ask for the counter: old verdicts recompute as judged.
+    assert next(g for g in gates.evaluate_gates(base, rules=3) if g.name == "mechanism").passed
 
 
 # --- oracles of the GPU workloads on recorded stdout -----------------------------------------------
