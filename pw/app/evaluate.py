@@ -188,7 +188,27 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> obj
     for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
         (target.build_dir / rel).unlink(missing_ok=True)
     state = handle.record(state, [result.captured, result.normalized])
-    return state
+    return _reprofile_counters(handle, state, target, result.profile, progress)
+
+
+def _reprofile_counters(handle: RunHandle, state, target: execute.Target, timeline, progress) -> object:
+    """A GPU hotspot diagnosed with Nsight Compute at baseline gets the same filtered capture on the
+    candidate, so the mechanism gate can see the counter the mechanism names move."""
+    from pw.workload import capture as profiling
+
+    hot = state.hotspot
+    if hot is None or not any(n.target == "baseline" and n.adapter == "ncu" for n in state.profiles.values()):
+        return state
+    op = timeline.operation(hot.operation)
+    if op is None:  # the candidate no longer runs that kernel: nothing to compare
+        return state
+    progress("reprofile counters with ncu")
+    before = workspace.snapshot(target.build_dir)
+    result = profiling.capture(state.run.contract, target, "ncu", handle.evidence, handle.path / "scratch",
+                               focus=(hot.name, int(op.self_metrics.get("kernel_launches", 0))))
+    for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
+        (target.build_dir / rel).unlink(missing_ok=True)
+    return handle.record(state, [result.captured, result.normalized])
 
 
 def _baseline_adapter(state) -> str | None:
