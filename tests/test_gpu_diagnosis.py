@@ -316,3 +316,34 @@ def test_workload_outputs_are_full_not_checksums():
     assert small[2].startswith("small ") and len(rows) == int(small[2].split()[1])
     assert all(len(r.split()) == int(small[2].split()[3]) for r in rows)
     assert len(list(csv.reader(io.StringIO((WORKLOADS / "torch-small-ops/reference/stdout.txt").read_text())))) == 65
+
+
+# --- the brief of a GPU run, from the recorded timeline and ncu capture -----------------------------
+
+def test_gpu_brief_names_kernel_share_and_limiter_within_budget():
+    from pw.agent.brief import TOKEN_BUDGET, render_brief
+    from pw.agent.tokens import count_tokens
+    from pw.app.profile_baseline import gpu_summary
+    from pw.rules.hotspot import select_hotspot
+
+    timeline = _timeline("cupti-cuda-transpose-jsonl/baseline.jsonl")
+    hot = select_hotspot(timeline, {"transpose.cu"})
+    assert hot.operation == "transpose_kernel@[gpu]" and hot.file is None
+    gpu = gpu_summary(arts("cuda-transpose", "baseline"), hot.share)
+    assert gpu["kernel"] == "transpose_kernel" and gpu["limiter"].startswith("uncoalesced global stores")
+    rf = gpu["roofline"]
+    numbers = {
+        "run_id": "20261130-000000-cuda-transpose", "run_dir": "runs/20261130-000000-cuda-transpose",
+        "workload": "cuda-transpose", "metric": "wall time", "baseline_mean_s": 0.83, "baseline_runs": 5,
+        "baseline_cv": 0.02, "oracle": "stdout", "adapter": "cupti", "adapter_mode": "injection",
+        "hotspot": {"name": hot.name, "file": None, "line_start": None, "line_end": None, "share": hot.share,
+                    "metric": hot.metric, "ceiling": hot.amdahl_ceiling, "operation": hot.operation},
+        "hot_lines": [], "mechanisms": [], "slices": [], "frontier": [], "editable": ["transpose.cu"],
+        "gpu": {"kernel": gpu["kernel"], "limiter": gpu["limiter"], "bound": rf["bound"],
+                "kernel_ceiling": rf["kernel_ceiling"], "program_ceiling": rf["program_ceiling"]},
+    }
+    text, tokens = render_brief(numbers, count_tokens)
+    assert tokens <= TOKEN_BUDGET and tokens == count_tokens(text)
+    assert "transpose_kernel = 55.8% of gpu_time_ns" in text
+    assert "Limiter of transpose_kernel (ncu): uncoalesced global stores: 32.0 sectors/request" in text
+    assert "roofline: memory-bound" in text

@@ -146,6 +146,13 @@ def ncu_view(handle: RunHandle, captured: ev.ProfileCaptured, share: float) -> d
 
     arts = {role: handle.evidence.get(sha) for role, sha in captured.artifacts.items()
             if role in (ncu.RAW_ROLE, ncu.DETAILS_ROLE)}
+    return gpu_summary(arts, share)
+
+
+def gpu_summary(arts: dict[str, bytes], share: float) -> dict | None:
+    """Pure half of ``ncu_view``: the diagnostic and roofline of the last profiled launch."""
+    from adapters import ncu
+
     diags = ncu.diagnose_artifacts(arts)
     if not diags:
         return None
