@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import shutil
 import statistics
@@ -75,11 +76,9 @@ def live(pairs: int) -> tuple[dict[str, tuple[list[float], list[float]]], dict[s
     plain, traced = [], []
     for i in range(pairs):
         for mode in ("plain", "traced"):
-            env = None if mode == "plain" else {"CUDA_INJECTION64_PATH": str(lib),
-                                                 "PW_CUPTI_OUT": str(work / f"t{i}.jsonl")}
-            import os
-
-            r = run_process(argv, cwd=work / "w", env={**os.environ, **(env or {})}, timeout_s=120,
+            env = {} if mode == "plain" else {"CUDA_INJECTION64_PATH": str(lib),
+                                               "PW_CUPTI_OUT": str(work / f"t{i}.jsonl")}
+            r = run_process(argv, cwd=str(work / "w"), env={**os.environ, **env}, timeout_s=120,
                             stdout_path=work / "out", stderr_path=work / "err")
             assert r.returncode == 0, (work / "err").read_text()
             (plain if mode == "plain" else traced).append(r.wall_s)

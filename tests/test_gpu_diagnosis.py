@@ -17,8 +17,8 @@ from adapters.gpu_timeline import decode_jsonl, summarize, to_profile
 from adapters.registry import installed_specs
 from ledger.metrics import is_known
 from pw.rules import gates
-from pw.workload.compare import compare_text
 from pw.rules.routing import discovery_needs, escalate, route
+from pw.workload.compare import compare_text
 
 DATA = Path(__file__).parent / "data"
 WORKLOADS = Path(__file__).parents[1] / "workloads"
