@@ -347,3 +347,50 @@ def test_gpu_brief_names_kernel_share_and_limiter_within_budget():
     assert "transpose_kernel = 55.8% of gpu_time_ns" in text
     assert "Limiter of transpose_kernel (ncu): uncoalesced global stores: 32.0 sectors/request" in text
     assert "roofline: memory-bound" in text
+
+
+def test_judge_reads_the_counter_the_stated_mechanism_names():
+    """The judge's GPU counter: the hotspot kernel's ncu metrics (parent vs candidate, from the
+    recorded captures) under the mechanism the agent named at `pw prepare`."""
+    import hashlib
+
+    from ledger import events as ev
+    from ledger.profile import encode_profile
+    from pw.rules import judge
+
+    def stored(p):
+        data = encode_profile(p)
+        return hashlib.sha256(data).hexdigest(), data
+
+    (sb, db), (sc, dc) = (stored(ncu.NcuAdapter().normalize(arts("cuda-transpose", n), "/", n))
+                          for n in ("baseline", "tiled"))
+
+    def normalized(target, sha):
+        return (7, ev.ProfileNormalized(adapter="ncu", target=target, profile_sha256=sha,
+                                        primary_metric="gpu_time_ns", total=1.0))
+
+    hot = ev.HotspotSelected(operation="transpose_kernel@[gpu]", name="transpose_kernel", file=None, line_start=None,
+                             line_end=None, metric="gpu_time_ns", share=0.56, amdahl_ceiling=2.26)
+    prepared = ev.CandidatePrepared(id="a", parent="baseline", resolved_parent="baseline",
+                                    mechanism="coalescing: shared-memory tiled transpose", workspace="w",
+                                    parent_source_sha256="0" * 64, parent_manifest_sha256="0" * 64,
+                                    editable=["transpose.cu"], targets=[])
+    empty = {f: None for f in judge.Selection.__struct_fields__}
+    s = judge.Selection(**{**empty, "hotspot": (3, hot), "prepared": (5, prepared),
+                           "baseline_counters": normalized("baseline", sb), "candidate_counters": normalized("a", sc)})
+    tb = _timeline("cupti-cuda-transpose-jsonl/baseline.jsonl")
+    tt = _timeline("cupti-cuda-transpose-jsonl/tiled.jsonl")
+    c = judge._gpu_counter(s, {sb: db, sc: dc}, tb, tt)
+    assert (c.metric, c.before, c.after, c.direction) == ("global_store_sectors_per_request", 32.0, 4.0, "down")
+    # No candidate capture: the counter is named missing, so the gate cannot pass.
+    c = judge._gpu_counter(msgspec_replace(s, candidate_counters=None), {sb: db}, tb, tt)
+    assert c.after is None and not gates.gpu_counter_check(c)[0]
+    # A CPU hotspot never asks for a counter.
+    cpu = msgspec_replace(s, hotspot=(3, msgspec_replace(hot, metric="cpu_time_s")))
+    assert judge._gpu_counter(cpu, {}, None, None) is None
+
+
+def msgspec_replace(obj, **kw):
+    import msgspec
+
+    return msgspec.structs.replace(obj, **kw)
