@@ -170,11 +170,20 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     state = handle.record(state, [result.timing])
     if contract.profiling.cadence == "every-candidate":
         state = reprofile(handle, state, target, progress)
+    elif _baseline_adapter(state) in TIMELINE_ADAPTERS:
+        # Winner-confirmation mode on a GPU program: a timeline delta for every candidate (cheap,
+        # ~1.04x a run), Nsight Compute deferred to the winner (`pw confirm` reprofiles in full).
+        state = reprofile(handle, state, target, progress, counters=False)
     return state
 
 
-def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> object:
-    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable)."""
+#: Adapters whose profile is a GPU timeline (device time per kernel).
+TIMELINE_ADAPTERS = ("cupti", "nsys")
+
+
+def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, counters: bool = True) -> object:
+    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable);
+    with ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too."""
     from pw.workload import capture as profiling
 
     adapter = state.hotspot and _baseline_adapter(state)
@@ -188,7 +197,7 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> obj
     for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
         (target.build_dir / rel).unlink(missing_ok=True)
     state = handle.record(state, [result.captured, result.normalized])
-    return _reprofile_counters(handle, state, target, result.profile, progress)
+    return _reprofile_counters(handle, state, target, result.profile, progress) if counters else state
 
 
 def _reprofile_counters(handle: RunHandle, state, target: execute.Target, timeline, progress) -> object:
