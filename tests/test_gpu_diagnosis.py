@@ -394,3 +394,17 @@ def msgspec_replace(obj, **kw):
     import msgspec
 
     return msgspec.structs.replace(obj, **kw)
+
+
+def test_the_timeline_kernel_is_found_in_the_editable_source():
+    from pw.agent.source.locator import locate
+    from pw.app.profile_baseline import kernel_file
+
+    root = WORKLOADS / "cuda-transpose"
+    assert kernel_file(root, ["transpose.h", "transpose.cu"], "transpose_kernel") == "transpose.cu"
+    assert kernel_file(WORKLOADS / "cuda-histogram", ["histogram.cu"], "make_data") is None  # harness, not editable
+    assert kernel_file(root, ["transpose.cu"], "at::native::vectorized_elementwise_kernel<4, F>") is None
+    located = locate(root, ["transpose.cu"], "transpose.cu", "transpose_kernel", [])
+    hot = next(t for t in located.targets if t.role == "hotspot")
+    assert (hot.file, hot.line_start, hot.line_end) == ("transpose.cu", 6, 12)
+    assert "out[(long)x * rows + y] = in[(long)y * cols + x];" in located.slices[hot.slice]

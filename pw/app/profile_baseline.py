@@ -108,6 +108,13 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
             message=f"{discovery.chosen} recorded no cost in a {runtime:.3g} s run: the program is too short to "
                     "profile; give it a larger input in profileweaver.json",
         )]
+    hot_op = found.profile.operation(hot.operation)
+    if hot.file is None and hot_op is not None and hot_op.kind == "kernel":
+        # A timeline knows kernels by name only: find the editable file that defines the kernel, so
+        # the locator can slice its source for the brief.
+        where = kernel_file(handle.path / "baseline", sorted(editable), hot.name)
+        if where is not None:
+            hot = msgspec.structs.replace(hot, file=where)
     profile_for_lines: Profile = found.profile
     gpu: dict | None = None
 
@@ -137,6 +144,19 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
             hot = msgspec.structs.replace(hot, line_start=t["line_start"], line_end=t["line_end"])
             break
     return events + [hot] + rest
+
+
+def kernel_file(root, editable: list[str], name: str) -> str | None:
+    """The editable file holding ``__global__ ... NAME(`` (NAME: the kernel's last identifier), if one does."""
+    base = re.split(r"[<(]", name, maxsplit=1)[0].rsplit("::", 1)[-1].strip()
+    if not base:
+        return None
+    pattern = re.compile(rf"__global__[^;{{}}]*?\b{re.escape(base)}\s*(<[^;{{}}]*>)?\s*\(")
+    for rel in editable:
+        path = root / rel
+        if path.is_file() and pattern.search(path.read_text(errors="replace")):
+            return rel
+    return None
 
 
 def ncu_view(handle: RunHandle, captured: ev.ProfileCaptured, share: float) -> dict | None:
