@@ -408,3 +408,21 @@ def test_the_timeline_kernel_is_found_in_the_editable_source():
     hot = next(t for t in located.targets if t.role == "hotspot")
     assert (hot.file, hot.line_start, hot.line_end) == ("transpose.cu", 6, 12)
     assert "out[(long)x * rows + y] = in[(long)y * cols + x];" in located.slices[hot.slice]
+
+
+def test_launch_bound_brief_says_so():
+    from pw.agent.brief import render_brief
+    from pw.agent.tokens import count_tokens
+
+    prof = _timeline("cupti-torch-small-ops-jsonl/baseline.jsonl.gz")
+    d = route("discovery", discovery_needs("cuda"), 4.0, installed_specs(), DEVICE, "cuda")
+    hot = prof.top_operations(1)[0]
+    esc = escalate(d, prof, hot.id)
+    numbers = {"run_id": "R", "run_dir": "runs/R", "workload": "torch-small-ops", "metric": "wall time",
+               "baseline_mean_s": 3.8, "baseline_runs": 5, "baseline_cv": 0.01, "oracle": "stdout", "adapter": "cupti",
+               "adapter_mode": "injection",
+               "hotspot": {"name": hot.name, "file": None, "line_start": None, "line_end": None, "share": 0.26,
+                           "metric": "gpu_time_ns", "ceiling": 1.35, "operation": hot.id},
+               "editable": ["ops.py"], "gpu": {"timeline": esc.reason}}
+    text, tokens = render_brief(numbers, count_tokens)
+    assert tokens <= 320 and "Timeline: launch-bound: mean kernel 0.9 us < mean launch call 18.2 us" in text

@@ -49,7 +49,9 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
             0,
         ),
     ]
-    if n.get("gpu"):
+    if n.get("gpu", {}).get("timeline"):
+        lines.append(BriefLine(f"Timeline: {n['gpu']['timeline']}", 0))
+    elif n.get("gpu"):
         g = n["gpu"]
         roof = (f"; roofline: {g['bound']}-bound, kernel ceiling {g['kernel_ceiling']:.1f}x, "
                 f"program {g['program_ceiling']:.2f}x") if g.get("kernel_ceiling") and g.get("program_ceiling") else ""

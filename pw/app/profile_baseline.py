@@ -122,6 +122,8 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     if step.to_rung is None:
         events.append(ev.RoutingDecided(phase="diagnosis", chosen=None, reason=f"no escalation: {step.reason}",
                                         rejected=[], needs=list(step.needs)))
+        if step.reason.startswith("launch-bound"):  # the timeline's answer is the finding itself
+            gpu = {"timeline": step.reason}
     else:
         diagnosis = routing.route("diagnosis", step.needs, runtime, specs, usable, language, rung=step.to_rung)
         decided = _routing_event(diagnosis)
@@ -265,7 +267,9 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "frontier": located.frontier_lines() if located else [],
         "editable": editable,
     }
-    if gpu is not None:
+    if gpu is not None and "timeline" in gpu:
+        numbers["gpu"] = {"timeline": gpu["timeline"]}
+    elif gpu is not None:
         rf = gpu["roofline"]
         numbers["gpu"] = {"kernel": gpu["kernel"], "limiter": gpu["limiter"], "bound": rf.get("bound"),
                           "kernel_ceiling": rf.get("kernel_ceiling"), "program_ceiling": rf.get("program_ceiling")}
@@ -287,7 +291,7 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "mechanisms": mech_dicts,
         "facts": [msgspec.to_builtins(f) for f in (located.facts if located else [])],
         "omitted": list(located.omitted) if located else [],
-        **({"ncu": gpu} if gpu is not None else {}),
+        **({"ncu": gpu} if gpu is not None and "roofline" in gpu else {}),
     }
     costs = {"agent-brief.txt": tokens,
              "agent-view.json": count_tokens(msgspec.json.encode(view).decode())}
