@@ -185,7 +185,9 @@ class NsysAdapter(Adapter):
     def probe(self) -> Usability:
         exe = self.resolve_tool()
         if exe is None:
-            return self.unusable_missing_tool()
+            return Usability(usable=False, reason="nsys not found on PATH, /opt/nvidia/nsight-systems/*/bin, "
+                                                  "/usr/local/cuda*/bin or /opt/nvidia/nsight-compute/*/host/"
+                                                  "target-linux-x64")
         env = nsys_env()
         try:
             version = last_line(run_tool([exe, "--version"], timeout_s=30, env=env).stdout)
