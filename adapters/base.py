@@ -201,6 +201,11 @@ class Adapter(abc.ABC):
     def normalize(self, artifacts: Mapping[str, bytes], source_root: str, target: str) -> Profile:
         """Pure: artifact bytes (by role) -> Profile. No file system, no environment."""
 
+    def focus(self, operation: str, launches: int = 0) -> None:
+        """Narrow the next capture to one operation (a GPU kernel named by the timeline, with its launch
+        count). Adapters that always see the whole program ignore it."""
+        return None
+
     # --- shared capture helpers ------------------------------------------------------------------
     def write_meta(self, out_dir: str, **meta: object) -> str:
         """Write the ``capture.json`` artifact (tool version and options normalize needs)."""

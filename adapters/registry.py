@@ -12,6 +12,9 @@ import msgspec
 
 from adapters.base import Adapter, AdapterSpec
 from adapters.callgrind import CallgrindAdapter
+from adapters.cupti import CuptiAdapter
+from adapters.ncu import NcuAdapter
+from adapters.nsys import NsysAdapter
 from adapters.perf import PerfAdapter
 from adapters.pyspy import PySpyAdapter
 from ledger.metrics import metric
@@ -23,7 +26,7 @@ REGISTRY_PATH = Path(__file__).with_name("registry.json")
 def installed_adapters() -> list[Adapter]:
     """A fresh instance of every installed adapter (tools looked up on PATH), sorted by name."""
     adapters: list[Adapter] = [PerfAdapter(), CallgrindAdapter(), CallgrindAdapter(cache_sim=True),
-                               PySpyAdapter()]
+                               PySpyAdapter(), CuptiAdapter(), NsysAdapter(), NcuAdapter()]
     return sorted(adapters, key=lambda a: a.spec.name)
 
 

@@ -39,8 +39,10 @@ def test_insight_filter_names_the_missing_granularity_or_metric():
     d = route("diagnosis", {"line", "instructions"}, 1.0, installed_specs(), ALL_OK, "native")
     assert d.chosen == "callgrind"
     assert reasons(d)["perf"] == "insight: does not measure instructions"
-    d = route("discovery", {"kernel"}, 1.0, installed_specs(), ALL_OK, "cuda")
+    no_gpu = {**ALL_OK, **{n: Usability(usable=False, reason="no NVIDIA GPU visible") for n in ("cupti", "nsys", "ncu")}}
+    d = route("discovery", {"kernel"}, 1.0, installed_specs(), no_gpu, "cuda")
     assert d.chosen is None and reasons(d)["perf"] == "insight: no kernel granularity"
+    assert reasons(d)["cupti"] == "unusable: no NVIDIA GPU visible"
     assert "no usable adapter" in d.reason
 
 
@@ -100,7 +102,7 @@ def test_bad_phase_or_need_is_a_clear_error():
 
 def test_ladder_is_data_ordered_coarse_to_fine():
     assert [r.name for r in LADDER] == ["process-time", "function-sampling", "line-exact", "counters",
-                                        "gpu-kernel", "gpu-timeline"]
+                                        "gpu-kernel", "gpu-timeline", "kernel-counters"]
     for r in LADDER:
         assert r.needs and all(n in GRANULARITIES or is_known(n) for n in r.needs)
     assert rung_for({"function"}).name == "function-sampling"

@@ -270,7 +270,7 @@ def test_registry_md_installed_table_agrees_with_registry_json():
 
 def test_registry_md_lists_candidate_children():
     rows = {r["child"]: r for r in _table(REGISTRY_MD.read_text(encoding="utf-8"), "Candidate children")}
-    for child in ("pw-nsight-systems", "pw-nsight-compute", "pw-hpctoolkit", "pw-gvprof"):
+    for child in ("pw-hpctoolkit", "pw-gvprof"):
         assert child in rows, f"registry.md candidate children lacks {child}"
         assert rows[child]["taxonomy column"], child
     assert rows["pw-gvprof"]["can_reprofile"] == "no" and "PARTIAL" in rows["pw-gvprof"]["notes"]

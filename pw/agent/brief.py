@@ -43,11 +43,19 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         BriefLine(
             f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']} "
             f"{hs['file']}:{hs['line_start']}-{hs['line_end']} = {_pct(hs['share'])} of {hs['metric']}; "
-            f"Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") else
-            f"Hotspot ({n['adapter']}): {hs['name']} = {_pct(hs['share'])} of {hs['metric']}",
+            f"Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") and hs.get("file") else
+            f"Hotspot ({n['adapter']}): {hs['name']} = {_pct(hs['share'])} of {hs['metric']}"
+            + (f"; Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") else ""),
             0,
         ),
     ]
+    if n.get("gpu", {}).get("timeline"):
+        lines.append(BriefLine(f"Timeline: {n['gpu']['timeline']}", 0))
+    elif n.get("gpu"):
+        g = n["gpu"]
+        roof = (f"; roofline: {g['bound']}-bound, kernel ceiling {g['kernel_ceiling']:.1f}x, "
+                f"program {g['program_ceiling']:.2f}x") if g.get("kernel_ceiling") and g.get("program_ceiling") else ""
+        lines.append(BriefLine(f"Limiter of {g['kernel']} (ncu): {g['limiter']}{roof}", 0))
     if n.get("hot_lines"):
         shown = ", ".join(f"{h['line']} ({_pct(h['share'])})" for h in n["hot_lines"][:2])
         lines.append(BriefLine(f"Hot lines in {hs['file']}: {shown}", 1))

@@ -35,6 +35,9 @@ ADAPTER_CHILDREN: dict[str, str] = {
     "callgrind": "pw-callgrind",
     "callgrind-cachesim": "pw-callgrind",
     "py-spy": "pw-pyspy",
+    "cupti": "pw-nsys",  # the GPU timeline, whichever backend records it
+    "nsys": "pw-nsys",
+    "ncu": "pw-ncu",
 }
 
 #: o200k_base token budgets for files an agent loads (DESIGN §12 for the brief).

@@ -181,6 +181,10 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     state = handle.record(state, [result.timing])
     if contract.profiling.cadence == "every-candidate":
         state = reprofile(handle, state, target, progress)
+    elif _baseline_adapter(state) in TIMELINE_ADAPTERS:
+        # Winner-confirmation mode on a GPU program: a timeline delta for every candidate (cheap,
+        # ~1.04x a run), Nsight Compute deferred to the winner (`pw confirm` reprofiles in full).
+        state = reprofile(handle, state, target, progress, counters=False)
     return state
 
 
@@ -205,8 +209,13 @@ def run_checks(handle: RunHandle, state, cid: str) -> dict[str, campaign.RunChec
     }
 
 
-def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> object:
-    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable)."""
+#: Adapters whose profile is a GPU timeline (device time per kernel).
+TIMELINE_ADAPTERS = ("cupti", "nsys")
+
+
+def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, counters: bool = True) -> object:
+    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable);
+    with ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too."""
     from pw.workload import capture as profiling
 
     adapter = state.hotspot and _baseline_adapter(state)
@@ -230,7 +239,27 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> obj
             stage="reprofile", target=target.label, failure_class="output-mismatch",
             message=f"profiled run ({adapter}), {stream}: differs from its oracle-checked output ({detail})",
         )])
-    return state
+    return _reprofile_counters(handle, state, target, result.profile, progress) if counters else state
+
+
+def _reprofile_counters(handle: RunHandle, state, target: execute.Target, timeline, progress) -> object:
+    """A GPU hotspot diagnosed with Nsight Compute at baseline gets the same filtered capture on the
+    candidate, so the mechanism gate can see the counter the mechanism names move."""
+    from pw.workload import capture as profiling
+
+    hot = state.hotspot
+    if hot is None or not any(n.target == "baseline" and n.adapter == "ncu" for n in state.profiles.values()):
+        return state
+    op = timeline.operation(hot.operation)
+    if op is None:  # the candidate no longer runs that kernel: nothing to compare
+        return state
+    progress("reprofile counters with ncu")
+    before = workspace.snapshot(target.build_dir)
+    result = profiling.capture(state.run.contract, target, "ncu", handle.evidence, handle.path / "scratch",
+                               focus=(hot.name, int(op.self_metrics.get("kernel_launches", 0))))
+    for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
+        (target.build_dir / rel).unlink(missing_ok=True)
+    return handle.record(state, [result.captured, result.normalized])
 
 
 def _baseline_adapter(state) -> str | None:

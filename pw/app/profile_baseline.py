@@ -22,8 +22,14 @@ from pw.rules import routing
 from pw.workload import capture as profiling
 from pw.workload.steps import Target
 
+CUDA_SUFFIXES = (".cu", ".cuh")
 
-def language_of(argv: list[str]) -> str:
+
+def language_of(argv: list[str], editable: list[str] | tuple[str, ...] = ()) -> str:
+    """'cuda' when an editable source is CUDA (its discovery is the GPU timeline), 'python' for a
+    Python interpreter or script, else 'native'."""
+    if any(e.endswith(CUDA_SUFFIXES) for e in editable):
+        return "cuda"
     exe = argv[0].rsplit("/", 1)[-1]
     if exe.startswith("python") or (argv and argv[0].endswith(".py")):
         return "python"
@@ -78,13 +84,13 @@ def _answered_rung(decision: routing.RoutingDecision, profile: Profile) -> routi
 def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[str], None]) -> list[ev.Payload]:
     run = state.run
     contract = run.contract
-    language = language_of(contract.run.argv)
+    language = language_of(contract.run.argv, contract.source.editable)
     usable = usability_from(state.preflight)
     runtime = baseline_runtime(state)
     specs = installed_specs()
     events: list[ev.Payload] = []
 
-    discovery = routing.route("discovery", ["function"], runtime, specs, usable, language)
+    discovery = routing.route("discovery", routing.discovery_needs(language), runtime, specs, usable, language)
     events.append(_routing_event(discovery))
     if discovery.chosen is None:
         return events + [ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable",
@@ -102,29 +108,82 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
             message=f"{discovery.chosen} recorded no cost in a {runtime:.3g} s run: the program is too short to "
                     "profile; give it a larger input in profileweaver.json",
         )]
+    hot_op = found.profile.operation(hot.operation)
+    if hot.file is None and hot_op is not None and hot_op.kind == "kernel":
+        # A timeline knows kernels by name only: find the editable file that defines the kernel, so
+        # the locator can slice its source for the brief.
+        where = kernel_file(handle.path / "baseline", sorted(editable), hot.name)
+        if where is not None:
+            hot = msgspec.structs.replace(hot, file=where)
     profile_for_lines: Profile = found.profile
+    gpu: dict | None = None
 
     step = routing.escalate(_answered_rung(discovery, found.profile), found.profile, hot.operation)
     if step.to_rung is None:
         events.append(ev.RoutingDecided(phase="diagnosis", chosen=None, reason=f"no escalation: {step.reason}",
                                         rejected=[], needs=list(step.needs)))
+        if step.reason.startswith("launch-bound"):  # the timeline's answer is the finding itself
+            gpu = {"timeline": step.reason}
     else:
         diagnosis = routing.route("diagnosis", step.needs, runtime, specs, usable, language, rung=step.to_rung)
         decided = _routing_event(diagnosis)
         events.append(msgspec.structs.replace(decided, reason=f"{step.reason} -> {diagnosis.reason}"))
         if diagnosis.chosen is not None:
             progress(f"diagnose: {diagnosis.chosen}")
-            deep = profiling.capture(contract, target, diagnosis.chosen, handle.evidence, handle.path / "scratch")
+            hot_op = found.profile.operation(hot.operation)
+            focus = (hot.name, int(hot_op.self_metrics.get("kernel_launches", 0))) if hot_op is not None else None
+            deep = profiling.capture(contract, target, diagnosis.chosen, handle.evidence, handle.path / "scratch",
+                                     focus=focus)
             events += [deep.captured, deep.normalized]
             if deep.profile.operation(hot.operation) is not None:
                 profile_for_lines = deep.profile
-    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen)
+            if diagnosis.chosen == "ncu":
+                gpu = ncu_view(handle, deep.captured, hot.share)
+    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen, gpu)
     located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)
     for t in (located.document.get("targets", []) if located else []):
         if t.get("role") == "hotspot":  # the parser's definition range, not just the sampled lines
             hot = msgspec.structs.replace(hot, line_start=t["line_start"], line_end=t["line_end"])
             break
     return events + [hot] + rest
+
+
+def kernel_file(root, editable: list[str], name: str) -> str | None:
+    """The editable file holding ``__global__ ... NAME(`` (NAME: the kernel's last identifier), if one does."""
+    base = re.split(r"[<(]", name, maxsplit=1)[0].rsplit("::", 1)[-1].strip()
+    if not base:
+        return None
+    pattern = re.compile(rf"__global__[^;{{}}]*?\b{re.escape(base)}\s*(<[^;{{}}]*>)?\s*\(")
+    for rel in editable:
+        path = root / rel
+        if path.is_file() and pattern.search(path.read_text(errors="replace")):
+            return rel
+    return None
+
+
+def ncu_view(handle: RunHandle, captured: ev.ProfileCaptured, share: float) -> dict | None:
+    """The Nsight Compute diagnostic and roofline of the profiled kernel, from the stored raw CSVs
+    (what `pw inspect --section ncu` shows and the brief's limiter line)."""
+    from adapters import ncu
+
+    arts = {role: handle.evidence.get(sha) for role, sha in captured.artifacts.items()
+            if role in (ncu.RAW_ROLE, ncu.DETAILS_ROLE)}
+    return gpu_summary(arts, share)
+
+
+def gpu_summary(arts: dict[str, bytes], share: float) -> dict | None:
+    """Pure half of ``ncu_view``: the diagnostic and roofline of the last profiled launch."""
+    from adapters import ncu
+
+    diags = ncu.diagnose_artifacts(arts)
+    if not diags:
+        return None
+    d = diags[-1]
+    rf = ncu.roofline(ncu.parse_raw_csv(arts[ncu.RAW_ROLE].decode(errors="replace"))[-1], share=share)
+    return {"kernel": d.operation.rsplit("@", 1)[0], "limiter": d.limiter, "occupancy_limiter": d.occupancy_limiter,
+            "groups": {**d.groups, "stalls": {**d.groups.get("stalls", {})}},
+            "rules": [msgspec.to_builtins(r) for r in d.rules[:8]], "roofline": msgspec.to_builtins(rf),
+            "missing": d.missing}
 
 
 def _line_shares(profile: Profile, op_id: str) -> list[dict]:
@@ -142,7 +201,8 @@ def _evidence_text(e: dict) -> str:
     return f"{e['name']}={value:.3g}" if isinstance(value, (int, float)) else e["name"]
 
 
-def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str):
+def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str,
+                     gpu: dict | None = None):
     from pw.agent.brief import render_brief
     from pw.agent.source.locator import locate
     from pw.agent.tokens import TOKENIZER, count_tokens
@@ -207,6 +267,12 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "frontier": located.frontier_lines() if located else [],
         "editable": editable,
     }
+    if gpu is not None and "timeline" in gpu:
+        numbers["gpu"] = {"timeline": gpu["timeline"]}
+    elif gpu is not None:
+        rf = gpu["roofline"]
+        numbers["gpu"] = {"kernel": gpu["kernel"], "limiter": gpu["limiter"], "bound": rf.get("bound"),
+                          "kernel_ceiling": rf.get("kernel_ceiling"), "program_ceiling": rf.get("program_ceiling")}
     if located is not None:
         hot_target = next((t for t in located.targets if t.role == "hotspot"), None)
         if hot_target is not None:  # the definition range from the parser, not the sampled lines
@@ -225,6 +291,7 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "mechanisms": mech_dicts,
         "facts": [msgspec.to_builtins(f) for f in (located.facts if located else [])],
         "omitted": list(located.omitted) if located else [],
+        **({"ncu": gpu} if gpu is not None and "roofline" in gpu else {}),
     }
     costs = {"agent-brief.txt": tokens,
              "agent-view.json": count_tokens(msgspec.json.encode(view).decode())}

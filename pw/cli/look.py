@@ -10,6 +10,7 @@ from ledger.codec import canonical_json, to_builtins
 from ledger.errors import InputError
 from pw.cli.common import checked_events, console, open_run, print_json, print_text
 
+NCU_GROUPS = ("memory", "compute", "occupancy", "stalls", "rules", "roofline")
 # A view is bounded: an agent asks for one section and never gets more than this many items.
 MAX_ITEMS = 15
 
@@ -51,7 +52,26 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
     if section == "slices":
         st = state.source_targets
         return _bounded(sorted(st.slices) if st else [], group)
+    if section == "ncu":
+        return _ncu_group(view.get("ncu"), group)
     raise InputError(f"--section {section!r}: needs --candidate ID")
+
+
+def _ncu_group(ncu: dict | None, group: str | None):
+    """One group of the Nsight Compute diagnostic (`view["ncu"]`, written by the profile stage)."""
+    if not ncu:
+        raise InputError("--section ncu: this run has no Nsight Compute diagnosis (routing did not reach ncu; "
+                         "see --section routing)")
+    if group is None:
+        return _bounded([{"kernel": ncu.get("kernel"), "limiter": ncu.get("limiter")}], None)
+    if group not in NCU_GROUPS:
+        raise InputError(f"--group {group!r} with --section ncu: expected one of {', '.join(NCU_GROUPS)}")
+    if group == "rules":
+        return _bounded(ncu.get("rules", []), None)
+    if group == "roofline":
+        return _bounded([ncu.get("roofline", {})], None)
+    values = ncu.get("groups", {}).get(group, {})
+    return _bounded([{"name": k, "value": v} for k, v in sorted(values.items())], None)
 
 
 def inspect(args) -> int:

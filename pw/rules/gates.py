@@ -62,8 +62,10 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      does not fall alike, and it may not explain more than all of the saving; no_collateral checks
 #      operations new in the candidate too. Every older version stays callable (``evaluate_gates(
 #      inputs, rules=N)``), so an audit recomputes a run under the rules it was judged by.
-GATE_RULES = 3
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3)
+#   4: a GPU hotspot (metric gpu_time_ns) also needs the counter its mechanism names to move the
+#      right way (``CounterFacts``, Nsight Compute on parent and candidate); CPU verdicts unchanged.
+GATE_RULES = 4
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
@@ -131,6 +133,17 @@ class AdapterFacts(_Plain):
     simulated: list[str] = []  # of those, the ones from a model of the machine, not its hardware
 
 
+class CounterFacts(_Plain):
+    """The hardware counter a GPU mechanism names, on the hotspot kernel, parent vs candidate
+    (Nsight Compute, one filtered launch each); ``direction`` is the way the mechanism says it moves."""
+
+    metric: str
+    before: float | None
+    after: float | None
+    direction: str  # "down" | "up"
+    mechanism: str = ""
+
+
 class Claim(_Plain):
     """A causal claim made in the report, by the metric it cites; ``simulated`` = labelled as simulated."""
 
@@ -182,6 +195,7 @@ class GateInputs(_Plain):
     profile_diff: ProfileDiff | None = None  # None: no reprofile yet
     adapter: AdapterFacts | None = None
     claims: list[Claim] = []  # causal claims besides the mechanism metric itself
+    counter: CounterFacts | None = None  # GPU hotspots: the counter the mechanism names
     # no collateral
     wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
     peak_rss_kb_baseline: list[float] = []
@@ -362,6 +376,12 @@ def _mechanism(i: GateInputs, rules: int) -> GateResult:
                                 f"(< {MIN_EXPLAINED_FRACTION:.0%})")
             else:
                 passed_detail = f"{shrink}: explains {explained:.0%} of the saving"
+    if rules >= 4 and h is not None and h.metric == "gpu_time_ns":
+        ok, detail = gpu_counter_check(i.counter)
+        if not ok:
+            failures.append(detail)
+        elif passed_detail:
+            passed_detail += f"; {detail}"
     if h is not None and h.amdahl_ceiling is not None and i.analysis is not None:
         low, _ = _interval(i.analysis)
         limit = h.amdahl_ceiling * AMDAHL_SLACK
@@ -374,6 +394,54 @@ def _mechanism(i: GateInputs, rules: int) -> GateResult:
             passed_detail += f"; speedup interval low {_g(low)} within the Amdahl ceiling {_g(h.amdahl_ceiling)}"
     return _result("mechanism", failures, passed_detail,
                    [i.seqs.hotspot, i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.timing])
+
+
+#: Relative change a GPU counter must show to count as moved (counters of one launch repeat to well
+#: under 1% for the same binary and input; 5% leaves room for clocks and replay variation).
+GPU_COUNTER_MIN_CHANGE = 0.05
+
+
+#: Mechanism keyword -> the counter it must move and which way. Coalescing picks the load or store
+#: sectors/request, whichever the parent had worse.
+GPU_MECHANISM_COUNTERS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
+    (("coalesc", "tiled", "tile", "shared-memory transpose"),
+     ("global_store_sectors_per_request", "global_load_sectors_per_request"), "down"),
+    (("privatiz", "atomic", "warp-level reduction", "warp reduction"), ("global_atomic_requests",), "down"),
+    (("fusion", "fuse", "fused"), ("dram_bytes",), "down"),
+    (("occupancy",), ("achieved_occupancy_pct",), "up"),
+    (("graph", "launch"), ("launch_api_calls",), "down"),
+)
+
+
+def gpu_counter_facts(mechanism: str, before: dict[str, float], after: dict[str, float]) -> CounterFacts | None:
+    """The counter ``mechanism`` (the candidate's stated mechanism) names, read from the parent's and
+    the candidate's GPU metrics (Nsight Compute diagnostic + timeline totals); None: no rule names one."""
+    text = mechanism.lower()
+    for keys, metrics, direction in GPU_MECHANISM_COUNTERS:
+        if any(k in text for k in keys):
+            have = [m for m in metrics if m in before] or list(metrics[:1])
+            metric = max(have, key=lambda m: before.get(m, 0.0))
+            return CounterFacts(metric=metric, before=before.get(metric), after=after.get(metric),
+                                direction=direction, mechanism=mechanism)
+    return None
+
+
+def gpu_counter_check(c: CounterFacts | None) -> tuple[bool, str]:
+    """Whether the counter a GPU mechanism names moved its way by more than GPU_COUNTER_MIN_CHANGE."""
+    if c is None:
+        return False, ("GPU hotspot: no counter for the mechanism (needs an Nsight Compute capture of the "
+                       "kernel in parent and candidate)")
+    if c.before is None or c.after is None:
+        side = "parent" if c.before is None else "candidate"
+        return False, f"counter {c.metric} missing in the {side}'s Nsight Compute capture"
+    if c.direction not in ("down", "up"):
+        return False, f"counter {c.metric}: direction {c.direction!r} is not 'down' or 'up'"
+    base = abs(c.before) or 1.0
+    change = (c.after - c.before) / base
+    moved = change <= -GPU_COUNTER_MIN_CHANGE if c.direction == "down" else change >= GPU_COUNTER_MIN_CHANGE
+    text = f"counter {c.metric} {_g(c.before)} -> {_g(c.after)} ({change:+.0%}, mechanism says {c.direction})"
+    return (True, text) if moved else (False, f"{text}: did not move the mechanism's way beyond "
+                                               f"{GPU_COUNTER_MIN_CHANGE:.0%}")
 
 
 # --- sampled profiles, scaled by the campaign ------------------------------------------------------

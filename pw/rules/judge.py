@@ -62,6 +62,9 @@ class Selection(msgspec.Struct, frozen=True):
     hotspot: Found
     fault: Found
     caught: Found = None  # the latest `caught` / `output-mismatch` fault of a timed or profiled run
+    prepared: Found = None  # CandidatePrepared: the mechanism the agent named
+    baseline_counters: Found = None  # ncu ProfileNormalized of the baseline (GPU hotspots)
+    candidate_counters: Found = None  # ncu ProfileNormalized of this attempt
 
 
 def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
@@ -75,7 +78,10 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
     def baseline(kind, **extra) -> Found:
         return _latest(items, lambda d: isinstance(d, kind) and all(getattr(d, k) == v for k, v in extra.items()))
 
-    cand_prof = mine(ev.ProfileNormalized, target=cid)
+    # The candidate's reprofile with the discovery adapter; an Nsight Compute capture of the hotspot
+    # kernel (recorded after it) is counter evidence for the mechanism, not the profile to diff.
+    cand_prof = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
+                        and d.adapter != "ncu")
     base_prof = None
     if cand_prof is not None:
         base_prof = baseline(ev.ProfileNormalized, target="baseline", adapter=cand_prof[1].adapter)
@@ -91,6 +97,9 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         hotspot=baseline(ev.HotspotSelected), fault=mine(ev.FaultRecorded, target=cid),
         caught=_latest(attempt, lambda d: isinstance(d, ev.FaultRecorded) and d.target == cid
                        and d.failure_class in CAUGHT_FAULTS and d.stage != "oracle"),
+        prepared=baseline(ev.CandidatePrepared, id=cid),
+        baseline_counters=baseline(ev.ProfileNormalized, target="baseline", adapter="ncu"),
+        candidate_counters=mine(ev.ProfileNormalized, target=cid, adapter="ncu"),
     )
 
 
@@ -99,7 +108,26 @@ def profiles_needed(envelopes: list[ev.Envelope], cid: str) -> list[str]:
     s = select(envelopes, cid)
     if s.candidate_profile is None or s.baseline_profile is None or s.hotspot is None:
         return []
-    return [s.baseline_profile[1].profile_sha256, s.candidate_profile[1].profile_sha256]
+    counters = [f[1].profile_sha256 for f in (s.baseline_counters, s.candidate_counters) if f is not None]
+    return [s.baseline_profile[1].profile_sha256, s.candidate_profile[1].profile_sha256, *counters]
+
+
+def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, timeline_after) -> g.CounterFacts | None:
+    """The counter the candidate's stated mechanism names, from the Nsight Compute profiles of the
+    hotspot kernel (parent and candidate) and the timelines' totals; None for CPU hotspots."""
+    if s.hotspot is None or s.hotspot[1].metric != "gpu_time_ns" or s.prepared is None:
+        return None
+    op = s.hotspot[1].operation
+
+    def metrics(found: Found, timeline) -> dict[str, float]:
+        out = dict(timeline.totals) if timeline is not None else {}
+        if found is not None and found[1].profile_sha256 in profiles:
+            o = decode_profile(profiles[found[1].profile_sha256]).operation(op)
+            out.update(o.self_metrics if o is not None else {})
+        return out
+
+    return g.gpu_counter_facts(s.prepared[1].mechanism, metrics(s.baseline_counters, timeline_before),
+                               metrics(s.candidate_counters, timeline_after))
 
 
 def _tool_versions(pf: ev.PreflightCompleted | None) -> dict[str, str]:
@@ -211,6 +239,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
 
     profile_diff = None
     diff_bytes = None
+    bp = cp = None
     if cand_prof and base_prof and hot:
         from projections.profile_diff import diff_profiles
 
@@ -219,6 +248,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         profile_diff = diff_profiles(bp, cp, hotspot=hot[1].operation, metric=hot[1].metric)
         diff_bytes = canonical_json(profile_diff)
 
+    counter = _gpu_counter(s, profiles, bp, cp)
     adapter = _adapter_facts(s, profile_diff)
     versions_then = _tool_versions(pf[1] if pf else None)
     side = _side_effects(s, cid)
@@ -251,6 +281,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
                                amdahl_ceiling=hot[1].amdahl_ceiling) if hot else None,
         profile_diff=profile_diff,
         adapter=adapter,
+        counter=counter,
         wall_analysis=wall,
         peak_rss_kb_baseline=list(timing[1].samples.get("baseline:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],

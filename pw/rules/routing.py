@@ -10,6 +10,12 @@ separate calls and give separate decisions.
 (e.g. sampling put too few samples on each line of the hot function to rank its lines). A GPU rung is
 reached only on evidence in the profile (the CPU hotspot is CUDA runtime/driver code), never merely
 because the program uses CUDA.
+
+GPU programs: discovery is the timeline (``discovery_needs("cuda")``: kernels and device time, which
+the CUPTI and Nsight Systems adapters serve). Kernel counters (Nsight Compute, rung
+``kernel-counters``) are reached only by escalation, when the timeline named a kernel as the hotspot
+and the question is why that kernel is slow: not when the device mostly idles between short
+kernels (launch-bound), where no counter inside a kernel explains the time.
 """
 
 from __future__ import annotations
@@ -41,7 +47,10 @@ LADDER: tuple[Rung, ...] = (
     Rung("gpu-kernel", ["kernel", "gpu_time_ns"], "Which GPU kernels take the device time?", ["cuda"]),
     Rung("gpu-timeline", ["timeline", "gpu_time_ns"],
          "Where do host and device wait on each other?", ["cuda"]),
+    Rung("kernel-counters", ["kernel", "sm_throughput_pct"],
+         "Why is this kernel slow: memory, occupancy, stalls or compute?", ["cuda"]),
 )
+GPU_RUNGS = ("gpu-kernel", "gpu-timeline", "kernel-counters")
 RUNGS: dict[str, Rung] = {r.name: r for r in LADDER}
 
 # Escalation thresholds (defaults; callers may pass their own).
@@ -50,6 +59,11 @@ MIN_SAMPLES_PER_LINE = 25  # fewer samples per line of the observed span: line s
 
 _GPU_MODULE = re.compile(r"^lib(cuda|cudart|nvidia|nvrtc|cublas|cudnn|nccl)", re.IGNORECASE)
 _GPU_NAME = re.compile(r"^(cuda|cu)[A-Z]\w*|^cudaDeviceSynchronize$")
+
+
+def discovery_needs(language: str) -> list[str]:
+    """What discovery asks for: the GPU timeline for CUDA programs, functions for everything else."""
+    return ["gpu_time_ns", "kernel", "timeline"] if language == "cuda" else ["function"]
 
 
 class Rejected(msgspec.Struct, frozen=True):
@@ -163,8 +177,9 @@ def escalate(decision: RoutingDecision, profile: Profile, hotspot: str, *,
     if op is None:
         raise ValueError(f"hotspot {hotspot!r} is not an operation of the {profile.tool} profile")
     rung = decision.rung
-    if rung not in ("gpu-kernel", "gpu-timeline") and (_GPU_MODULE.match(op.module) or
-                                                       _GPU_NAME.match(op.name)):
+    if rung in ("gpu-kernel", "gpu-timeline"):
+        return _escalate_timeline(decision, profile, op)
+    if rung not in GPU_RUNGS and (_GPU_MODULE.match(op.module) or _GPU_NAME.match(op.name)):
         return _climb(decision, "gpu-kernel", hotspot,
                       f"hotspot {hotspot} is CUDA runtime/driver code: the host waits on the GPU, "
                       "so the time is in device work a CPU profiler cannot see")
@@ -206,3 +221,27 @@ def _escalate_sampling(decision: RoutingDecision, profile: Profile, op, max_span
                       f"(< {min_per_line:g}): line shares are sampling noise; need exact per-line counts")
     return _stay(decision, op.id, f"{samples:g} samples over {span} lines of {op.id} = "
                                   f"{per_line:.1f}/line (>= {min_per_line:g}) rank its lines")
+
+
+def _escalate_timeline(decision: RoutingDecision, profile: Profile, op) -> Escalation:
+    """From the timeline to kernel counters only when a kernel is the hotspot and the device time is
+    spent inside kernels, not waiting for launches (the launch-bound test of adapters.gpu_timeline)."""
+    if op.kind != "kernel":
+        return _stay(decision, op.id, f"hotspot {op.id} is a {op.kind}, not a kernel: kernel counters "
+                                      "cannot explain it; the timeline's transfer and gap numbers do")
+    t = profile.totals
+    launches, calls = t.get("kernel_launches", 0.0), t.get("launch_api_calls", 0.0)
+    span = t.get("gpu_span_ns", 0.0)
+    if launches and calls and span:
+        k_mean = t.get("kernel_time_ns", 0.0) / launches
+        api_mean = t.get("launch_api_ns", 0.0) / calls
+        idle = t.get("gpu_idle_ns", 0.0) / span
+        if k_mean < api_mean and idle > 0.5:
+            return _stay(decision, op.id,
+                         f"launch-bound: mean kernel {k_mean / 1e3:.1f} us < mean launch call "
+                         f"{api_mean / 1e3:.1f} us and the device idles {idle:.0%} of its span; the time is "
+                         "between kernels, so kernel counters are not the question")
+    share = op.self_metrics.get("gpu_time_ns", 0.0) / (t.get("gpu_time_ns", 0.0) or 1.0)
+    return _climb(decision, "kernel-counters", op.id,
+                  f"the timeline names kernel {op.name} ({share:.0%} of device activity time); why it is "
+                  "slow needs its counters (memory, occupancy, stalls, compute)")

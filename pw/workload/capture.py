@@ -52,9 +52,13 @@ def sandbox_prefix(contract: Contract, target: Target, cwd: Path, out_dir: Path,
 
 
 def capture(
-    contract: Contract, target: Target, adapter_name: str, evidence: EvidenceStore, scratch: Path
+    contract: Contract, target: Target, adapter_name: str, evidence: EvidenceStore, scratch: Path,
+    focus: tuple[str, int] | None = None,
 ) -> ProfileResult:
+    """``focus`` (operation name, launch count) narrows adapters that filter (ncu: one kernel)."""
     adapter = adapter_by_name(adapter_name)
+    if focus is not None:
+        adapter.focus(*focus)
     out_dir = scratch / f"profile-{target.label}-{adapter_name}"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)

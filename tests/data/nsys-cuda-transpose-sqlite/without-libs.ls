@@ -1,0 +1,4 @@
+total 1728
+drwxr-xr-x 2 root root    4096 Nov 30 21:26 .
+drwxrwxrwt 9 root root   16384 Nov 30 21:26 ..
+-rw-rw-r-- 1 root root 1747568 Nov 30 21:26 tp.qdstrm
