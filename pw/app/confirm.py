@@ -46,7 +46,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
     needs_campaign = fresh or contract.sampling.mode == "winner-confirmation"
     launched = False
     if needs_campaign:
-        from pw.app.evaluate import candidate_target, ensure_baseline_built, reprofile, tool_versions
+        from pw.app.evaluate import candidate_target, ensure_baseline_built, reprofile, secret_seed, tool_versions
 
         ws = handle.path / cand.prepared.workspace
         files = workspace.source_files(ws)
@@ -61,7 +61,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
             contract, baseline, target, pairs=pairs,
             seed=campaign.campaign_seed(state.run.run_id, cid, cand.diff.attempt, f"confirmation-{state.head.seq}"),
             purpose="confirmation", exploratory=False, host=state.run.host.hostname, scratch=scratch,
-            tool_versions=tool_versions(state), progress=progress,
+            tool_versions=tool_versions(state), progress=progress, input_seed=secret_seed(),
         )
         launched = True
         if result.failure is not None:
