@@ -46,7 +46,13 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
     needs_campaign = fresh or contract.sampling.mode == "winner-confirmation"
     launched = False
     if needs_campaign:
-        from pw.app.evaluate import candidate_target, ensure_baseline_built, reprofile, secret_seed, tool_versions
+        from pw.app.evaluate import (
+            candidate_target,
+            ensure_baseline_built,
+            reprofile,
+            secret_seed,
+            tool_versions,
+        )
 
         ws = handle.path / cand.prepared.workspace
         files = workspace.source_files(ws)

@@ -56,7 +56,6 @@ def baseline_runtime(state) -> float:
 
 def _editable_files(state, target: Target) -> set[str]:
     from pw.rules.candidates import is_editable, protected_files
-    from pw.workload.differential import short_statement
 
     contract = state.run.contract
     protected = protected_files(contract)
