@@ -8,7 +8,7 @@ import pytest
 
 from ledger import events as ev
 from ledger.evidence import EvidenceStore
-from pw.rules.judge import judge_events
+from pw.app.judging import judge_recorded
 from pw.rules.verdict import reach_verdict
 from pw.stats.baseline_shift import baseline_shift, describe
 from tests.conftest import ledger_events
@@ -64,9 +64,9 @@ def test_a_sabotaged_baseline_in_a_real_campaign_gives_inconclusive(matmul_inter
             e = msgspec.structs.replace(e, data=msgspec.structs.replace(d, samples=samples))
         prefix.append(e)
     evidence = EvidenceStore(matmul_interchange / "raw")
-    judged = judge_events(prefix, "a", evidence)
+    judged = judge_recorded(prefix, "a", evidence)
     assert judged.verdict.status == "inconclusive", judged.verdict.reasons
     assert judged.verdict.reasons[0].startswith("baseline-shift: the baseline ran"), judged.verdict.reasons
     assert judged.verdict.speedup is not None and judged.verdict.speedup > 1.0  # the headline is not a verdict
-    before = judge_events(prefix, "a", evidence, rules=2)
+    before = judge_recorded(prefix, "a", evidence, rules=2)
     assert before.verdict.status != "inconclusive"

@@ -105,7 +105,8 @@ def describe_coverage(contract: Contract, covered: Comparison | None, fresh: lis
     fields = covered.fields if covered else 0
     against = {"stdout": f"reference {o.reference}", "file": f"reference {o.reference}",
                "stable": "the baseline's output", "baseline": "the baseline's output"}[o.kind]
-    parts = [f"{stream}: {n} lines ({fields} fields) vs {against}, numbers within rtol={o.rtol:g} "
+    counted = f"{n} lines ({fields} fields) " if covered is not None else ""  # unknown when the check failed
+    parts = [f"{stream}: {counted}vs {against}, numbers within rtol={o.rtol:g} "
              f"atol={o.atol:g}, other tokens exactly"]
     if o.holdout:
         parts.append(f"{len(o.holdout)} fixed holdout input(s) vs their references")
