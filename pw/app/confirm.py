@@ -49,6 +49,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         from pw.app.evaluate import (
             candidate_target,
             ensure_baseline_built,
+            recheck_baseline,
             reprofile,
             secret_seed,
             tool_versions,
@@ -79,6 +80,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
             )
         else:
             state = handle.record(state, [result.timing])
+            state = recheck_baseline(handle, state, baseline, result.timing, scratch, progress)
             state = reprofile(handle, state, target, progress)
     j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
     if j.profile_diff is not None:
