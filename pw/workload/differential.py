@@ -150,7 +150,7 @@ def short_statement(contract: Contract, event: ev.OracleChecked | None) -> str:
     stream = f"file {o.path}" if o.kind == "file" else "stdout"
     against = "baseline" if o.kind in ("stable", "baseline") else o.reference
     text = f"{stream} {event.lines_compared if event.lines_compared is not None else '?'} lines vs {against}, " \
-           f"rtol {o.rtol:g}"
+           f"rtol {o.rtol:g} atol {o.atol:g}"
     held = []
     if o.holdout:
         held.append(f"{len(o.holdout)} fixed")
