@@ -100,3 +100,31 @@ def test_a_machine_that_got_slower_for_both_arms_is_not_a_shift(matmul_interchan
     prefix = _campaign_with_slow_baseline(matmul_interchange, 1.6)
     judged = judge_recorded(prefix, "a", EvidenceStore(matmul_interchange / "raw"))
     assert not any(r.startswith("baseline-shift:") for r in judged.verdict.reasons), judged.verdict.reasons
+
+
+def test_evaluate_times_the_baseline_alone_again_when_its_campaign_ran_slower(tiny_budget_run, tmp_path,
+                                                                               monkeypatch):
+    """The shell's half of the rule: when the judge's test says the campaign's baseline ran slower than
+    when last timed alone, `pw evaluate` records a new baseline-variance timing right after the
+    campaign (the baseline alone, now), which the judge then compares with."""
+    import pw.rules.judge
+
+    from tests.conftest import copy_run, pw_main
+
+    calls = []
+
+    def always_shifted(reference, timing):
+        calls.append((reference.purpose, timing.purpose if timing else None))
+        return "the baseline ran 1.9x slower (forced by the test)"
+
+    monkeypatch.setattr(pw.rules.judge, "baseline_shift_reason", always_shifted)
+    run = copy_run(tiny_budget_run, tmp_path)
+    assert pw_main("prepare", run, "--candidate", "s:baseline:same code").code == 0
+    pw_main("evaluate", run, "s", "--json")
+    events = [e.data for e in ledger_events(run)]
+    campaign = next(i for i, d in enumerate(events) if isinstance(d, ev.TimingRecorded) and "s" in d.targets)
+    after = [d for d in events[campaign + 1:] if isinstance(d, ev.TimingRecorded)]
+    assert len(after) == 1 and after[0].purpose == "baseline-variance" and after[0].targets == ["baseline"]
+    start = next(d for d in events if isinstance(d, ev.TimingRecorded) and d.purpose == "baseline-variance")
+    assert len(after[0].samples["baseline"]) == len(start.samples["baseline"])
+    assert ("baseline-variance", "screening") in calls
