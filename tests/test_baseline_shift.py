@@ -108,7 +108,6 @@ def test_evaluate_times_the_baseline_alone_again_when_its_campaign_ran_slower(ti
     when last timed alone, `pw evaluate` records a new baseline-variance timing right after the
     campaign (the baseline alone, now), which the judge then compares with."""
     import pw.rules.judge
-
     from tests.conftest import copy_run, pw_main
 
     calls = []
