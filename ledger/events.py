@@ -163,6 +163,7 @@ class OracleChecked(Payload, frozen=True):
     # What the comparison covered, in words ("stdout: 720 lines, 518400 fields, rtol=1e-09 ...");
     # None for events recorded before it was said.
     compared: str | None = None
+    lines_compared: int | None = None  # non-empty output lines the comparison covered
     # Why this oracle is no oracle (it compared zero lines or an empty output, or only an exit
     # status): a contract failure that caps every verdict at `proposed` until the user gives one.
     compares_nothing: str | None = None

@@ -60,6 +60,9 @@ def _baseline(state: RunState) -> dict[str, Any]:
         "cv": cv,
         "oracle": oracle.method if oracle else None,
         "oracle_passed": oracle.passed if oracle else None,
+        # What it compares (streams, lines, tolerance, holdouts), and why it is no oracle if it is none.
+        "oracle_compares": oracle.compared if oracle else None,
+        "oracle_compares_nothing": oracle.compares_nothing if oracle else None,
     }
 
 
@@ -89,6 +92,9 @@ def _caveats(state: RunState, base: dict[str, Any]) -> list[str]:
     if state.run and state.run.inferred:
         out.append("The workload contract was inferred (no profileweaver.json): the oracle only checks exit status "
                    "and output stability, not correctness against a reference.")
+    if base.get("oracle_compares_nothing"):
+        out.append(f"The oracle compares nothing ({base['oracle_compares_nothing']}): no candidate can be "
+                   "verified until the contract declares an oracle that compares the program's results.")
     if base.get("cv") is not None and base["cv"] > 0.05:
         out.append(f"The baseline varies {100 * base['cv']:.1f}% run to run: small effects need many pairs.")
     pf = state.preflight
@@ -154,6 +160,10 @@ def render_markdown(doc: ReportDoc) -> str:
         cv = f"{100 * b['cv']:.1f}%" if b.get("cv") is not None else "-"
         lines.append(f"- {b['metric']}: mean {b['mean_s']:.4g} s over {b['runs']} runs, CV {cv}")
     lines.append(f"- correctness oracle: {b.get('oracle')} ({'passed' if b.get('oracle_passed') else 'not passed'})")
+    if b.get("oracle_compares"):
+        lines.append(f"- the oracle compares: {b['oracle_compares']}")
+    if b.get("oracle_compares_nothing"):
+        lines.append(f"- **the oracle compares nothing**: {b['oracle_compares_nothing']}")
     if doc.hotspot:
         h = doc.hotspot
         ceiling = f"{h['amdahl_ceiling']:.2f}x" if h["amdahl_ceiling"] else "unbounded"

@@ -217,3 +217,26 @@ def test_cache_in_a_shared_absolute_path_is_not_verified(matmul_template, tmp_pa
     assert not correctness["passed"], out["reasons"]
     assert f"/tmp/pwc-{token}" in correctness["detail"], correctness
     assert out["status"] != "verified"
+
+
+@pytest.mark.slow
+def test_an_unchanged_profile_with_the_real_campaigns_speedup_fails_mechanism(matmul_interchange):
+    """Issue 12, class 7 on real evidence: the verified interchange's recorded gate inputs, with the
+    candidate's reprofile replaced by the baseline's own perf profile (what a candidate that only
+    changed conditions for everything would show: the same composition, the campaign's speedup).
+    Rules 2 accepted it (the hotspot's 'shrink' is its share of the saving); rules 3 must not."""
+    from ledger.evidence import EvidenceStore
+    from ledger.profile import decode_profile
+    from projections.profile_diff import diff_profiles
+
+    recorded, _ = judged(matmul_interchange, "a")
+    inputs = gates.decode_inputs(recorded.inputs)
+    assert all(g.passed for g in gates.evaluate_gates(inputs))
+    events = ledger_events(matmul_interchange)
+    base = next(e.data for e in events if isinstance(e.data, ev.ProfileNormalized) and e.data.target == "baseline")
+    profile = decode_profile(EvidenceStore(matmul_interchange / "raw").get(base.profile_sha256))
+    same = diff_profiles(profile, profile, hotspot=inputs.hotspot.operation, metric=inputs.hotspot.metric)
+    uniform = msgspec.structs.replace(inputs, profile_diff=same)
+    assert {g.name: g for g in gates.evaluate_gates(uniform, rules=2)}["mechanism"].passed
+    mech = {g.name: g for g in gates.evaluate_gates(uniform)}["mechanism"]
+    assert not mech.passed and "uniform speedup" in mech.detail, mech.detail

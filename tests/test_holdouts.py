@@ -89,3 +89,27 @@ def test_every_bundled_workload_declares_generators_that_match_its_timed_run(nam
     assert c.oracle.kind == "baseline" and c.oracle.generators
     assert pair_generator(c) is not None, "each timed pair must be able to draw a fresh input"
     assert all(h.reference.startswith("reference/") for h in c.oracle.holdout)
+
+
+def test_the_brief_states_what_the_oracle_compares_and_names_only_holdouts_that_exist():
+    from ledger import events as ev
+    from pw.agent.brief import brief_lines
+    from pw.workload.differential import short_statement
+
+    checked = ev.OracleChecked(target="baseline", method="m", inferred=False, rtol=1e-9, atol=0.0, passed=True,
+                               detail="ok", lines_compared=722)
+    with_gens = short_statement(contract(GEN), checked)
+    assert with_gens == ("stdout 722 lines vs baseline, rtol 1e-09 atol 0; holdouts: 3 fresh (drawn after build); "
+                         "fresh input per timed pair")
+    plain = Contract(version=1, name="m", source=Source(editable=["m.c"]), run=Step(argv=["./m"]),
+                     oracle=Oracle(kind="stdout", reference="ref.txt"))
+    assert short_statement(plain, checked) == "stdout 722 lines vs ref.txt, rtol 1e-09 atol 0"
+    nothing = ev.OracleChecked(target="baseline", method="m", inferred=True, rtol=1e-9, atol=0.0, passed=True,
+                               detail="ok", lines_compared=0, compares_nothing="it compared 0 lines")
+    assert short_statement(plain, nothing) == "compares NOTHING (0 lines): ceiling proposed"
+    numbers = {"run_id": "r", "workload": "w", "metric": "wall time", "baseline_mean_s": 1.0, "baseline_runs": 5,
+               "baseline_cv": 0.01, "oracle": short_statement(plain, checked), "adapter": "perf", "adapter_mode": None,
+               "hotspot": {"name": "f", "share": 0.5, "metric": "cpu_time_s"}, "editable": ["m.c"], "run_dir": "R"}
+    text = "\n".join(line.text for line in brief_lines({**numbers, "holdouts": False}))
+    assert "holdout" not in text and "oracle: stdout 722 lines vs ref.txt" in text
+    assert "correctness (oracle+holdouts)" in "\n".join(line.text for line in brief_lines({**numbers, "holdouts": True}))

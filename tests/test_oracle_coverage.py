@@ -11,7 +11,7 @@ import pytest
 from ledger import events as ev
 from pw.rules.verdict import reach_verdict
 from pw.workload.compare import compare_text
-from tests.conftest import apply_patch, ledger_events, pw_main
+from tests.conftest import ledger_events, pw_main
 
 pytestmark = pytest.mark.usefixtures("fast_preflight")
 
@@ -26,17 +26,6 @@ int main(void)
     fprintf(stderr, "sum %.12e\\n", s);
     return 0;
 }
-"""
-HALF = """--- a/kernel.c
-+++ b/kernel.c
-@@ -3,7 +3,7 @@
- {
-     double s = 0.0;
--    for (long i = 0; i < 60000000L; i++)
-+    for (long i = 0; i < 30000000L; i++)
-         s += (double)(i % 7) * 0.5;
-     fprintf(stderr, "sum %.12e\\n", s);
-     return 0;
 """
 
 
@@ -101,19 +90,20 @@ def test_the_no_oracle_ceiling_keeps_an_all_green_candidate_at_proposed():
 
 
 @pytest.mark.slow
-def test_a_rewrite_that_skips_half_the_work_is_not_verified_by_an_oracle_of_nothing(tmp_path):
-    """The red team's case: results on stderr, inferred oracle, a candidate doing half the loop.
+def test_a_rewrite_that_skips_most_of_the_work_is_not_verified_by_an_oracle_of_nothing(tmp_path):
+    """The red team's case: results on stderr, inferred oracle, a candidate skipping most of the loop.
     It is faster and 'passes' the oracle; the verdict says the oracle compared nothing."""
     wl = stderr_only_workload(tmp_path / "wl")
     r = pw_main("start", "--workload", wl, "--runs-dir", tmp_path / "runs", "--no-profile", "--json")
     run = Path(r.json()["run_dir"])
-    assert pw_main("prepare", run, "--candidate", "h:baseline:half the loop").code == 0
-    (tmp_path / "half.patch").write_text(HALF)
-    apply_patch(run / "candidates" / "h" / "src", tmp_path / "half.patch")
+    assert pw_main("prepare", run, "--candidate", "h:baseline:a twentieth of the loop").code == 0
+    # A twentieth of the loop: ~20x faster, so that even on a loaded shared machine the campaign says
+    # FASTER (half of it once gave an interval of 0.95-2.1 there) and the verdict reaches the gates
+    # (no profile was taken, so mechanism fails too); the oracle's ceiling is among the reasons.
+    (run / "candidates" / "h" / "src" / "kernel.c").write_text(STDERR_ONLY.replace("60000000L", "3000000L"))
     out = pw_main("evaluate", run, "h", "--json").json()
-    assert out["status"] != "verified"
-    if out["status"] == "proposed":
-        assert any(r.startswith("no-oracle: oracle: it compared 0 lines") for r in out["reasons"]), out["reasons"]
+    assert out["status"] == "proposed", out["reasons"]
+    assert any(r.startswith("no-oracle: oracle: it compared 0 lines") for r in out["reasons"]), out["reasons"]
     verdict = [e.data for e in ledger_events(run) if isinstance(e.data, ev.VerdictReached)][-1]
     gates = [e.data for e in ledger_events(run) if isinstance(e.data, ev.GatesEvaluated)][-1]
     assert gates.rules == 3 and verdict.status == out["status"]

@@ -74,8 +74,9 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
     lines += [
         BriefLine(f"Edit only: {', '.join(n['editable'][:6])} (in the workspace `pw prepare` makes)", 0),
         BriefLine(
-            "Verified needs all 6 gates: correctness (oracle+holdouts), significance (>=5 pairs, 95% CI>1.01), "
-            "mechanism (hotspot shrink explains the saving), no collateral, attribution, reproducible.",
+            f"Verified needs all 6 gates: correctness (oracle{'+holdouts' if n.get('holdouts') else ''}), "
+            "significance (>=5 pairs, 95% CI>1.01), mechanism (hotspot shrink explains the saving, rest unchanged), "
+            "no collateral, attribution, reproducible.",
             0,
         ),
         BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate ID:baseline:MECHANISM; "

@@ -49,8 +49,10 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         from pw.app.evaluate import (
             candidate_target,
             ensure_baseline_built,
+            recheck_baseline,
             reprofile,
             run_checks,
+            secret_seed,
             tool_versions,
         )
 
@@ -68,6 +70,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
             seed=campaign.campaign_seed(state.run.run_id, cid, cand.diff.attempt, f"confirmation-{state.head.seq}"),
             purpose="confirmation", exploratory=False, host=state.run.host.hostname, scratch=scratch,
             tool_versions=tool_versions(state), progress=progress, checks=run_checks(handle, state, cid),
+            input_seed=secret_seed(),
         )
         launched = True
         if result.failure is not None:
@@ -79,6 +82,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
             )
         else:
             state = handle.record(state, [result.timing])
+            state = recheck_baseline(handle, state, baseline, result.timing, scratch, progress)
             state = reprofile(handle, state, target, progress)
     j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
     if j.profile_diff is not None:

@@ -179,6 +179,7 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     if result.failure is not None:
         return handle.record(state, [result.failure])
     state = handle.record(state, [result.timing])
+    state = recheck_baseline(handle, state, baseline, result.timing, scratch, progress)
     if contract.profiling.cadence == "every-candidate":
         state = reprofile(handle, state, target, progress)
     elif _baseline_adapter(state) in TIMELINE_ADAPTERS:
@@ -207,6 +208,26 @@ def run_checks(handle: RunHandle, state, cid: str) -> dict[str, campaign.RunChec
         cid: campaign.RunChecks(expected=_expected(handle, state.oracles.get(cid)),
                                 allowed=list(base.left_behind) if base is not None else []),
     }
+
+
+def recheck_baseline(handle: RunHandle, state, baseline: execute.Target, timing: ev.TimingRecorded, scratch: Path,
+                     progress):
+    """When the campaign's baseline ran slower than the last time it was timed alone, time it alone
+    again, now. The judge compares the campaign with the latest such timing: if the baseline alone is
+    as slow (the machine got slower, for both arms alike), the campaign stands; if it is fast again,
+    the baseline was slowed only beside the candidate (sabotage, or drift inside the campaign) and the
+    verdict is inconclusive, with that reason."""
+    from pw.app.start import time_baseline_alone
+    from pw.rules.judge import baseline_shift_reason
+
+    reference = next((t for t in reversed(state.timings) if t.purpose == "baseline-variance"), None)
+    if reference is None or baseline_shift_reason(reference, timing) is None:
+        return state
+    progress("the baseline ran slower than when last timed alone: timing it alone again")
+    events = time_baseline_alone(state.run.contract, baseline, scratch, runs=len(reference.samples.get("baseline", [])),
+                                 host=state.run.host.hostname, binary=state.builds["baseline"].binary_sha256 or "",
+                                 progress=progress, stage="baseline-recheck")
+    return handle.record(state, events)
 
 
 #: Adapters whose profile is a GPU timeline (device time per kernel).

@@ -247,6 +247,7 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     mean = statistics.fmean(xs) if xs else 0.0
     cv = statistics.stdev(xs) / mean if len(xs) > 1 and mean > 0 else None
     from pw.rules.candidates import is_editable, protected_files
+    from pw.workload.differential import short_statement
 
     protected = protected_files(contract)
     editable = [f for f in target.files if is_editable(f, contract) and f not in protected]
@@ -254,7 +255,8 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "run_id": run.run_id, "run_dir": str(handle.path), "workload": contract.name,
         "metric": f"{contract.metric.kind} time", "baseline_mean_s": round(mean, 6), "baseline_runs": len(xs),
         "baseline_cv": round(cv, 6) if cv is not None else None,
-        "oracle": state.oracles["baseline"].method if "baseline" in state.oracles else "-",
+        "oracle": short_statement(contract, state.oracles.get("baseline")),
+        "holdouts": bool(contract.oracle.holdout or contract.oracle.generators),
         "adapter": adapter, "adapter_mode": probe.mode if probe else None,
         "hotspot": {"name": hot.name, "file": hot.file, "line_start": hot.line_start, "line_end": hot.line_end,
                     "share": hot.share, "metric": hot.metric, "ceiling": hot.amdahl_ceiling,

@@ -26,7 +26,7 @@ from projections.state import RunState
 from pw.app.run import RunHandle
 from pw.cli import diagnostics
 from pw.rules import stages as decide
-from pw.workload import correctness, workspace
+from pw.workload import containment, correctness, workspace
 from pw.workload import steps as execute
 from pw.workload.host import host_info
 from pw.workload.inference import infer_contract, slug
@@ -186,6 +186,43 @@ class _Stage:
         return state
 
 
+def time_baseline_alone(contract: Contract, target: execute.Target, scratch: Path, *, runs: int, host: str,
+                        binary: str, progress: Progress, stage: str = "baseline-timing") -> list[ev.Payload]:
+    """`runs` timed runs of the baseline alone after one warm-up, as a baseline-variance
+    `TimingRecorded` (or the fault that stopped them). `pw start` records one; `pw evaluate` records
+    another when a campaign's baseline ran slower than the last one (`pw.app.evaluate`)."""
+    samples, rss = [], []
+    for i in range(runs + 1):
+        progress(f"{stage} run {i + 1}/{runs + 1}")
+        out = execute.run_once(contract, target, scratch, tag="timing")
+        failure = execute.classify(out)
+        if failure is not None or out.value is None:
+            message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
+            return [ev.FaultRecorded(stage=stage, target="baseline",
+                                     failure_class=failure or "launch-failed", message=message)]
+        if i > 0:  # the first run is a warm-up (page cache, CPU frequency) and is not kept
+            samples.append(round(out.value, 9))
+            rss.append(float(out.process.max_rss_kb))
+    return [
+        ev.TimingRecorded(
+            purpose="baseline-variance",
+            targets=["baseline"],
+            metric=f"{contract.metric.kind}_time_s",
+            unit="s",
+            samples={"baseline": samples, "baseline:max_rss_kb": rss},
+            order=["A"] * len(samples),
+            seed=0,
+            exploratory=False,
+            conditions=ev.TimingConditions(
+                host=host, argv=list(contract.run.argv), metric=contract.metric.kind,
+                warmup_runs=1, sandbox=containment.describe(),
+                arms={"baseline": ev.TimedArm(binary_before=binary, binary_after=execute.binary_digest(target),
+                                              inputs_sha256=execute.inputs_digest(contract, target))},
+            ),
+        )
+    ]
+
+
 def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> StartResult:
     state = handle.state()
     run = state.run
@@ -242,39 +279,8 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     state = stage(state, "oracle", _digest([binary, contract.oracle, contract.run]), do_oracle)
 
     def do_timing() -> list[ev.Payload]:
-        from pw.workload import containment
-
-        samples, rss = [], []
-        for i in range(opts.baseline_runs + 1):
-            progress(f"baseline-timing run {i + 1}/{opts.baseline_runs + 1}")
-            out = execute.run_once(contract, target, scratch, tag="timing")
-            failure = execute.classify(out)
-            if failure is not None or out.value is None:
-                message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
-                return [ev.FaultRecorded(stage="baseline-timing", target="baseline",
-                                         failure_class=failure or "launch-failed", message=message)]
-            if i > 0:  # the first run is a warm-up (page cache, CPU frequency) and is not kept
-                samples.append(round(out.value, 9))
-                rss.append(float(out.process.max_rss_kb))
-        return [
-            ev.TimingRecorded(
-                purpose="baseline-variance",
-                targets=["baseline"],
-                metric=f"{contract.metric.kind}_time_s",
-                unit="s",
-                samples={"baseline": samples, "baseline:max_rss_kb": rss},
-                order=["A"] * len(samples),
-                seed=0,
-                exploratory=False,
-                conditions=ev.TimingConditions(
-                    host=run.host.hostname, argv=list(contract.run.argv), metric=contract.metric.kind,
-                    warmup_runs=1,
-                    arms={"baseline": ev.TimedArm(binary_before=binary, binary_after=execute.binary_digest(target),
-                                                  inputs_sha256=execute.inputs_digest(contract, target))},
-                    sandbox=containment.describe(),
-                ),
-            )
-        ]
+        return time_baseline_alone(contract, target, scratch, runs=opts.baseline_runs, host=run.host.hostname,
+                                   binary=binary, progress=progress)
 
     state = stage(state, "baseline-timing", _digest([binary, contract.run, contract.metric, opts.baseline_runs]),
                   do_timing)

@@ -105,7 +105,8 @@ def describe_coverage(contract: Contract, covered: Comparison | None, fresh: lis
     fields = covered.fields if covered else 0
     against = {"stdout": f"reference {o.reference}", "file": f"reference {o.reference}",
                "stable": "the baseline's output", "baseline": "the baseline's output"}[o.kind]
-    parts = [f"{stream}: {n} lines ({fields} fields) vs {against}, numbers within rtol={o.rtol:g} "
+    counted = f"{n} lines ({fields} fields) " if covered is not None else ""  # unknown when the check failed
+    parts = [f"{stream}: {counted}vs {against}, numbers within rtol={o.rtol:g} "
              f"atol={o.atol:g}, other tokens exactly"]
     if o.holdout:
         parts.append(f"{len(o.holdout)} fixed holdout input(s) vs their references")
@@ -132,5 +133,33 @@ def finish(contract: Contract, event: ev.OracleChecked, first: RunOutcome | None
         event,
         compared=describe_coverage(contract, covered, fresh, template),
         compares_nothing=compares_nothing(contract, covered, n_stderr) if event.passed else None,
+        lines_compared=covered.lines if covered is not None else None,
         holdouts=list(fresh_lines),
     )
+
+
+def short_statement(contract: Contract, event: ev.OracleChecked | None) -> str:
+    """What the oracle compares, in a few words for the agent's brief; holdouts only where they exist."""
+    o = contract.oracle
+    if event is None:
+        return "-"
+    if event.compares_nothing:
+        return "compares NOTHING (" + ("exit status only" if o.kind == "exit" else "0 lines") + "): ceiling proposed"
+    if o.kind == "command":
+        return f"command `{' '.join(o.argv or [])}`"
+    stream = f"file {o.path}" if o.kind == "file" else "stdout"
+    against = "baseline" if o.kind in ("stable", "baseline") else o.reference
+    text = f"{stream} {event.lines_compared if event.lines_compared is not None else '?'} lines vs {against}, " \
+           f"rtol {o.rtol:g} atol {o.atol:g}"
+    held = []
+    if o.holdout:
+        held.append(f"{len(o.holdout)} fixed")
+    if o.generators:
+        held.append(f"{sum(g.count for g in o.generators)} fresh (drawn after build)")
+    if held:
+        text += "; holdouts: " + " + ".join(held)
+    from pw.workload.holdouts import pair_generator
+
+    if pair_generator(contract) is not None:
+        text += "; fresh input per timed pair"
+    return text
