@@ -141,3 +141,18 @@ def test_a_search_path_in_tmp_stays_visible_but_never_one_inside_a_hidden_dir(tm
     path = os.pathsep.join([str(tools), "/usr/bin", str(inside), "relative/bin"])
     shown = containment.search_path_in_scratch(path, hidden=[str(tmp_path / "runs")])
     assert shown == ([str(tools.resolve())] if str(tools.resolve()).startswith("/tmp/") else [])
+
+
+def test_pw_start_records_the_sandbox_in_preflight_and_in_each_timing(tiny_budget_run):
+    from ledger import events as ev
+    from tests.conftest import ledger_events
+
+    found = containment.probe()
+    events = [e.data for e in ledger_events(tiny_budget_run)]
+    pf = next(d for d in events if isinstance(d, ev.PreflightCompleted))
+    assert pf.sandbox == (containment.describe(found) if found.sandbox else None)
+    assert pf.sandbox_reasons == list(found.reasons)
+    timing = next(d for d in events if isinstance(d, ev.TimingRecorded))
+    assert timing.conditions.sandbox == containment.describe(found)
+    oracle = next(d for d in events if isinstance(d, ev.OracleChecked))
+    assert oracle.left_behind == [] and oracle.stderr_sha256 is not None

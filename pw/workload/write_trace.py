@@ -4,6 +4,11 @@ A candidate could cache its results across runs in any absolute path (/tmp/..., 
 that per-run HOME/TMPDIR and workspace checks never see. The oracle's first run is traced for
 file-creating and file-writing syscalls; writes outside the build tree and the run's scratch
 directory are reported, and the judge compares them with the baseline's.
+
+Only where no sandbox can be made (pw.workload.containment): in the sandbox every write outside the
+tree lands in a fresh tmpfs that the launcher lists after the run, nothing is traced, and a traced
+run (TracerPid in /proc/self/status) can no longer be told from an untraced one. Without a sandbox
+the trace is the one defence left, and the verdict's ceiling is `proposed` anyway.
 """
 
 from __future__ import annotations
