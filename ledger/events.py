@@ -155,6 +155,7 @@ class OracleChecked(Payload, frozen=True):
     compares_nothing: str | None = None
     # Holdout inputs this check ran, each "argv: outcome" (fixed ones and fresh ones drawn for it).
     holdouts: list[str] = []
+    tracing: str | None = None  # how that run was traced (write_trace.strace_mode); None: not traced
 
 
 class HoldoutsDrawn(Payload, frozen=True):

@@ -85,9 +85,10 @@ def _skip(contract: Contract) -> str | None:
 
 
 def _with_outside(result: OracleResult, outside: list[str]) -> OracleResult:
-    if not outside:
-        return result
-    event = msgspec.structs.replace(result.event, outside_writes=list(outside))
+    from pw.workload.write_trace import strace_mode
+
+    # How the first run was traced: a fallback to stopping on every syscall is slow and is said so.
+    event = msgspec.structs.replace(result.event, outside_writes=list(outside), tracing=strace_mode())
     return msgspec.structs.replace(result, event=event)
 
 
