@@ -151,7 +151,8 @@ def infer_contract(workload: Path) -> tuple[Contract, list[str]]:
     decisions.append(f"source: editable files are {', '.join(editable)}")
     decisions.append("metric: whole-process wall time")
     decisions.append(
-        f"oracle: inferred (exit status 0 and output stable across two baseline runs, rtol {INFERRED_RTOL:g})"
+        f"oracle: inferred (exit status 0 and stdout, stderr and files the run creates stable across two "
+        f"baseline runs, rtol {INFERRED_RTOL:g})"
     )
     contract = Contract(
         version=1,

@@ -100,6 +100,11 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
             if compiled.groups < 1:
                 raise InputError(f"{name}: metric.pattern: expected one capture group around the number")
     o = c.oracle
+    if o.streams is not None:
+        if o.kind != "stable":
+            raise InputError(f"{name}: oracle.streams: expected only with kind 'stable', got kind {o.kind!r}")
+        if len(set(o.streams)) != len(o.streams):
+            raise InputError(f"{name}: oracle.streams: expected each of stdout, stderr, files at most once")
     if o.kind in ("stdout", "file") and not o.reference:
         raise InputError(f"{name}: oracle.reference: expected a reference file when kind is {o.kind!r}")
     if o.kind == "file" and not o.path:
