@@ -248,6 +248,7 @@ class ProfileCaptured(Payload, frozen=True):
     command: list[str]
     can_reprofile: bool
     source_root: str = ""  # absolute build tree the raw paths refer to; normalize needs it again
+    build_note: str | None = None  # which build was profiled (a second one with -g?) and whether its code is the same
 
 
 class ProfileNormalized(Payload, frozen=True):

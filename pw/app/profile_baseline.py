@@ -89,8 +89,18 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     if discovery.chosen is None:
         return events + [ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable",
                                           message=discovery.reason)]
+    # Timing and the oracle used the user's build; the profile may use a second one with -g.
+    dbg = None
+    if language == "native":
+        from pw.workload import debug_build
+
+        progress("profile: checking the build for debug info")
+        dbg = debug_build.make(contract, target, handle.evidence, handle.logs, handle.path / "scratch")
+    profiled = dbg.target if dbg is not None and dbg.target is not None else target
     progress(f"profile: {discovery.chosen}")
-    found = profiling.capture(contract, target, discovery.chosen, handle.evidence, handle.path / "scratch")
+    found = profiling.capture(contract, profiled, discovery.chosen, handle.evidence, handle.path / "scratch")
+    if dbg is not None:
+        found = msgspec.structs.replace(found, captured=msgspec.structs.replace(found.captured, build_note=dbg.note))
     events += [found.captured, found.normalized]
     editable = _editable_files(state, target)
     try:
@@ -114,11 +124,15 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
         events.append(msgspec.structs.replace(decided, reason=f"{step.reason} -> {diagnosis.reason}"))
         if diagnosis.chosen is not None:
             progress(f"diagnose: {diagnosis.chosen}")
-            deep = profiling.capture(contract, target, diagnosis.chosen, handle.evidence, handle.path / "scratch")
+            deep = profiling.capture(contract, profiled, diagnosis.chosen, handle.evidence, handle.path / "scratch")
+            if dbg is not None:
+                deep = msgspec.structs.replace(
+                    deep, captured=msgspec.structs.replace(deep.captured, build_note=dbg.note))
             events += [deep.captured, deep.normalized]
             if deep.profile.operation(hot.operation) is not None:
                 profile_for_lines = deep.profile
-    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen)
+    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen,
+                            build=dbg)
     located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)
     for t in (located.document.get("targets", []) if located else []):
         if t.get("role") == "hotspot":  # the parser's definition range, not just the sampled lines
@@ -142,7 +156,8 @@ def _evidence_text(e: dict) -> str:
     return f"{e['name']}={value:.3g}" if isinstance(value, (int, float)) else e["name"]
 
 
-def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str):
+def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str,
+                     build=None):
     from pw.agent.brief import render_brief
     from pw.agent.source.locator import locate
     from pw.agent.tokens import TOKENIZER, count_tokens
