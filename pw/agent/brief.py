@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 TOKEN_BUDGET = 320
+KERNEL_FINDING = 0.10  # a kernel share at least this large is stated as a finding
 
 
 class BriefLine(msgspec.Struct, frozen=True):
@@ -48,6 +49,14 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
             0,
         ),
     ]
+    split = n.get("time_split") or {}
+    if split.get("kernel", 0.0) >= KERNEL_FINDING:  # a finding, never the hotspot: said, kept short
+        causes = sorted(((v, c) for c, v in split.get("kernel_causes", {}).items() if c != "other"), reverse=True)
+        top = f" (mostly {causes[0][1]})" if causes else ""
+        lines.append(BriefLine(f"Finding: {_pct(split['kernel'])} of samples in the OS kernel{top}, not in your code", 0))
+    pb = n.get("profiling_build") or {}
+    if pb.get("same_code") is False:  # must be said: lines come from code that is not the timed code
+        lines.append(BriefLine(f"Caution: lines come from a -g build whose code differs: {pb['note']}", 0))
     if n.get("hot_lines"):
         shown = ", ".join(f"{h['line']} ({_pct(h['share'])})" for h in n["hot_lines"][:2])
         lines.append(BriefLine(f"Hot lines in {hs['file']}: {shown}", 1))
@@ -65,6 +74,10 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         lines.append(BriefLine(f"Data path: {f}", 2))
     lines += [
         BriefLine(f"Edit only: {', '.join(n['editable'][:6])} (in the workspace `pw prepare` makes)", 0),
+    ]
+    if n.get("never_editable"):
+        lines.append(BriefLine(f"Never edit (harness, shared code, build files): {', '.join(n['never_editable'])}", 2))
+    lines += [
         BriefLine(
             "Verified needs all 6 gates: correctness (oracle+holdouts), significance (>=5 pairs, 95% CI>1.01), "
             "mechanism (hotspot shrink explains the saving), no collateral, attribution, reproducible.",

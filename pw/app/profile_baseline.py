@@ -141,6 +141,37 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     return events + [hot] + rest
 
 
+_CODE_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".cu", ".cuh", ".py", ".mk", "Makefile")
+
+
+_BUILD_FILES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")
+
+
+def _never_editable(files: list[str], editable: set[str], limit: int = 4) -> list[str]:
+    """The code around the workload that must not change: its own harness and build files, and the
+    shared code outside it folded to its top directory (`utilities/*`, `config.mk`). Sibling
+    workloads of a suite are not listed."""
+    own_dirs = {f.rsplit("/", 1)[0] if "/" in f else "" for f in editable}
+    # Directories with their own build file (other than the workload's) are other workloads.
+    builds = {f.rsplit("/", 1)[0] for f in files if "/" in f and f.rsplit("/", 1)[1] in _BUILD_FILES}
+    out: list[str] = []
+    for f in files:
+        if f in editable or not (f.endswith(_CODE_SUFFIXES) or f.endswith("CMakeLists.txt")):
+            continue
+        folder = f.rsplit("/", 1)[0] if "/" in f else ""
+        top = f.split("/", 1)[0]
+        if folder in own_dirs:
+            item = f
+        elif any(d == top or d.startswith(top + "/") for d in own_dirs) or \
+                any(folder == b or folder.startswith(b + "/") for b in builds - own_dirs):
+            continue
+        else:
+            item = f"{top}/*" if "/" in f else f
+        if item not in out:
+            out.append(item)
+    return out[:limit]
+
+
 def _line_shares(profile: Profile, op_id: str) -> list[dict]:
     metric = profile.primary_metric
     total = profile.totals.get(metric, 0.0) or 1.0
@@ -219,8 +250,11 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
                         "evidence": [_evidence_text(e) for e in m["evidence"] if e["kind"] == "fact"][:2]}
                        for m in mech_dicts],
         "slices": slices_info,
+        "time_split": hs.time_split(discovery),
+        "profiling_build": None if build is None else {"note": build.note, "same_code": build.same_code},
         "frontier": located.frontier_lines() if located else [],
         "editable": editable,
+        "never_editable": _never_editable(target.files, set(editable)),
     }
     if located is not None:
         hot_target = next((t for t in located.targets if t.role == "hotspot"), None)

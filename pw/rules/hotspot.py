@@ -2,6 +2,10 @@
 
 Pure. The share is the operation's inclusive cost over the program total in the profile's primary
 metric; the Amdahl ceiling is the whole-program speedup if that cost fell to zero, 1 / (1 - share).
+
+Operating-system time (samples whose leaf is a kernel symbol: page clearing, `write`) is never the
+user's hotspot, however large; `time_split` reports it separately so the brief can state a large
+kernel share as a finding (allocation, page faults, I/O behind the user's code).
 """
 
 from __future__ import annotations
@@ -14,11 +18,51 @@ def amdahl_ceiling(share: float) -> float | None:
     return None if share >= 1.0 else 1.0 / (1.0 - share)
 
 
+KERNEL_MODULES = frozenset({"kernel.kallsyms", "kernel", "vmlinux", "guest.kernel.kallsyms"})
+
+
+def is_kernel(op: Operation) -> bool:
+    return op.module in KERNEL_MODULES
+
+
+def _kernel_cause(name: str) -> str:
+    n = name.lower()
+    if "page" in n or "fault" in n or "folio" in n or "mm_" in n:
+        return "page faults / memory"
+    if "write" in n or "read" in n or "syscall" in n or "vfs" in n or "tty" in n or "pipe" in n:
+        return "system calls / I/O"
+    return "other"
+
+
+def time_split(profile: Profile, top: int = 3) -> dict:
+    """User and kernel shares of the primary metric (by leaf frame), and the costliest kernel symbols
+    with the cause each suggests."""
+    metric = profile.primary_metric
+    total = profile.totals.get(metric, 0.0)
+    if total <= 0:
+        return {"user": 0.0, "kernel": 0.0, "top_kernel": []}
+    kernel_ops = sorted((op for op in profile.operations if is_kernel(op)),
+                        key=lambda o: (-o.self_metrics.get(metric, 0.0), o.id))
+    kernel = sum(op.self_metrics.get(metric, 0.0) for op in kernel_ops)
+    causes: dict[str, float] = {}
+    for op in kernel_ops:
+        cause = _kernel_cause(op.name)
+        causes[cause] = causes.get(cause, 0.0) + op.self_metrics.get(metric, 0.0) / total
+    return {
+        "user": round(1.0 - kernel / total, 4),
+        "kernel": round(kernel / total, 4),
+        "top_kernel": [{"name": op.name, "share": round(op.self_metrics.get(metric, 0.0) / total, 4)}
+                       for op in kernel_ops[:top]],
+        "kernel_causes": {k: round(v, 4) for k, v in sorted(causes.items(), key=lambda kv: -kv[1])},
+    }
+
+
 def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSelected:
     """The editable operation with the largest self cost (ties by id); falls back to any operation."""
     metric = profile.primary_metric
     total = profile.totals.get(metric, 0.0)
-    ops = [op for op in profile.operations if op.file in editable_files] or list(profile.operations)
+    ops = [op for op in profile.operations if op.file in editable_files] or \
+        [op for op in profile.operations if not is_kernel(op)] or list(profile.operations)
     if not ops or total <= 0:
         raise ValueError("the profile has no operations with cost; cannot choose a hotspot")
     hot: Operation = min(ops, key=lambda o: (-o.self_metrics.get(metric, 0.0), o.id))

@@ -24,7 +24,8 @@ from ledger.evidence import EvidenceStore
 from pw.workload import steps, workspace
 
 WRAPPED = ("cc", "gcc", "clang", "c++", "g++", "clang++")
-LABEL = "profile-baseline"
+PROFILED_NOTE = "profiled a second build with -g (compiler wrapper)"
+SUFFIX = "-profile"  # build/baseline-profile/ next to build/baseline/
 
 
 class DebugBuild(msgspec.Struct, frozen=True):
@@ -97,6 +98,11 @@ def needs_debug_build(target: steps.Target) -> list[str]:
     return [rel for rel in _elf_executables(target.build_dir) if not has_debug_info(target.build_dir / rel)]
 
 
+def used_for(captured_note: str | None) -> bool:
+    """Whether a recorded profile came from a second build (a candidate is then profiled alike)."""
+    return bool(captured_note and captured_note.startswith(PROFILED_NOTE))
+
+
 def make(contract: Contract, timed: steps.Target, evidence: EvidenceStore, logs: Path, scratch: Path) -> DebugBuild:
     """Build the timed target's sources again with `-g`, or say why the timed build is profiled."""
     if not contract.build:
@@ -111,8 +117,9 @@ def make(contract: Contract, timed: steps.Target, evidence: EvidenceStore, logs:
     path = f"{wrappers.absolute()}:{os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin')}"
     dbg_contract = msgspec.structs.replace(
         contract, build=[msgspec.structs.replace(s, env={**s.env, "PATH": path}) for s in contract.build])
-    target = steps.Target(label=LABEL, src_dir=timed.src_dir, build_dir=timed.build_dir.parent / LABEL,
-                          files=timed.files)
+    # Same label: the profile is the target's own, only its tree is another.
+    target = steps.Target(label=timed.label, src_dir=timed.src_dir,
+                          build_dir=timed.build_dir.with_name(timed.build_dir.name + SUFFIX), files=timed.files)
     built = steps.build(dbg_contract, target, evidence, logs)
     if built.outcome != "ok":
         return DebugBuild(None, f"the debug build ({', '.join(wrapped)} with -g) failed: symbols only")
@@ -122,5 +129,5 @@ def make(contract: Contract, timed: steps.Target, evidence: EvidenceStore, logs:
         return DebugBuild(None, f"-g did not reach {', '.join(still)} (compiler called by absolute path?): "
                                 "symbols only")
     same, detail = compare_code(timed.build_dir, target.build_dir, missing)
-    note = f"profiled a second build with -g (compiler wrapper): {detail}"
+    note = f"{PROFILED_NOTE}: {detail}"
     return DebugBuild(target, note, same)
