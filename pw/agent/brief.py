@@ -53,7 +53,7 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
     if split.get("kernel", 0.0) >= KERNEL_FINDING:  # a finding, never the hotspot: said, kept short
         causes = sorted(((v, c) for c, v in split.get("kernel_causes", {}).items() if c != "other"), reverse=True)
         top = f" (mostly {causes[0][1]})" if causes else ""
-        lines.append(BriefLine(f"Finding: {_pct(split['kernel'])} of samples in the OS kernel{top}, not in your code", 0))
+        lines.append(BriefLine(f"Finding: {_pct(split['kernel'])} of samples in the OS kernel{top}, not in your code", 1))
     pb = n.get("profiling_build") or {}
     if pb.get("same_code") is False:  # must be said: lines come from code that is not the timed code
         lines.append(BriefLine(f"Caution: lines come from a -g build whose code differs: {pb['note']}", 0))
@@ -66,8 +66,14 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         lines.append(BriefLine(f"Mechanism {i + 1}: {text}", 1 if i == 0 else 3 + i))
     slices = n.get("slices", [])
     if slices:
-        shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[:3])
-        lines.append(BriefLine(f"Read source-slices/: {shown}", 0))
+        files = {s["range"].rsplit(":", 1)[0] for s in slices[:3]}
+        if len(files) == 1:  # one file (a suite kernel's long path): named once, not per slice
+            shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range'].rsplit(':', 1)[1]})"
+                              for s in slices[:3])
+            lines.append(BriefLine(f"Read source-slices/ (lines of {files.pop()}): {shown}", 0))
+        else:
+            shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[:3])
+            lines.append(BriefLine(f"Read source-slices/: {shown}", 0))
         if len(slices) > 3:
             lines.append(BriefLine("Also: " + "; ".join(f"{s['path']}" for s in slices[3:6]), 6))
     for f in n.get("frontier", [])[:2]:
