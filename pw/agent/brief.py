@@ -66,14 +66,14 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         lines.append(BriefLine(f"Mechanism {i + 1}: {text}", 1 if i == 0 else 3 + i))
     slices = n.get("slices", [])
     if slices:
-        files = {s["range"].rsplit(":", 1)[0] for s in slices[:3]}
-        if len(files) == 1:  # one file (a suite kernel's long path): named once, not per slice
-            shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range'].rsplit(':', 1)[1]})"
-                              for s in slices[:3])
-            lines.append(BriefLine(f"Read source-slices/ (lines of {files.pop()}): {shown}", 0))
-        else:
-            shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[:3])
-            lines.append(BriefLine(f"Read source-slices/: {shown}", 0))
+        # The hotspot's slice is essential; the others are droppable, so long suite paths cannot push
+        # the essentials over the budget.
+        first = slices[0]
+        lines.append(BriefLine(f"Read source-slices/: {first['path'].removeprefix('source-slices/')} "
+                               f"({first['range']})", 0))
+        if len(slices) > 1:
+            shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[1:3])
+            lines.append(BriefLine(f"Then: {shown}", 2))
         if len(slices) > 3:
             lines.append(BriefLine("Also: " + "; ".join(f"{s['path']}" for s in slices[3:6]), 6))
     for f in n.get("frontier", [])[:2]:

@@ -136,7 +136,9 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)
     for t in (located.document.get("targets", []) if located else []):
         if t.get("role") == "hotspot":  # the parser's definition range, not just the sampled lines
-            hot = msgspec.structs.replace(hot, line_start=t["line_start"], line_end=t["line_end"])
+            # (and the file, when the profile knew only the symbol: found by the parsers)
+            hot = msgspec.structs.replace(hot, file=hot.file or t["file"], line_start=t["line_start"],
+                                          line_end=t["line_end"])
             break
     return events + [hot] + rest
 
@@ -172,6 +174,40 @@ def _never_editable(files: list[str], editable: set[str], limit: int = 4) -> lis
     return out[:limit]
 
 
+_DEFINE = re.compile(r"(?:^|\s)-D\s?([A-Za-z_][A-Za-z0-9_]*)")
+_COMPILE = re.compile(r"(?:^|[\s/])(?:cc|gcc|clang|c\+\+|g\+\+|clang\+\+)(?:-\d+)?\s")
+
+
+def build_defines(logs) -> frozenset[str] | None:
+    """Macro names the baseline's compile commands define (`-DNAME`), read from its build logs;
+    None when no compile command was echoed (a quiet CMake build): then nothing is assumed."""
+    names: set[str] = set()
+    seen = False
+    for log in sorted(logs.glob("build-baseline-*.out")) + sorted(logs.glob("build-baseline-*.err")):
+        for line in log.read_text(errors="replace").splitlines():
+            if _COMPILE.search(line):
+                seen = True
+                names.update(_DEFINE.findall(line))
+    return frozenset(names) if seen else None
+
+
+def locate_symbol(root, files: list[str], contract, name: str, defines):
+    """Source targets for a hotspot known by its symbol only: the first editable file whose parse
+    defines a function of that name (C family and Python)."""
+    from ledger.errors import InputError
+    from pw.agent.source.locator import locate
+    from pw.rules.candidates import is_editable
+
+    for rel in files:
+        if not is_editable(rel, contract) or not rel.endswith((".c", ".cc", ".cpp", ".cxx", ".cu", ".py")):
+            continue
+        try:
+            return locate(root, list(contract.source.editable), rel, name, [], defines=defines)
+        except InputError:
+            continue
+    return None
+
+
 def _line_shares(profile: Profile, op_id: str) -> list[dict]:
     metric = profile.primary_metric
     total = profile.totals.get(metric, 0.0) or 1.0
@@ -199,8 +235,13 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     line_shares = _line_shares(line_profile, hot.operation)
     hot_lines = sorted(h["line"] for h in line_shares)
     located = None
+    defines = build_defines(handle.logs)
     if hot.file and (handle.path / "baseline" / hot.file).is_file():
-        located = locate(handle.path / "baseline", list(contract.source.editable), hot.file, hot.name, hot_lines)
+        located = locate(handle.path / "baseline", list(contract.source.editable), hot.file, hot.name, hot_lines,
+                         defines=defines)
+    elif not hot.file:
+        # No line info (no debug info could be had): find the symbol's definition with the parsers.
+        located = locate_symbol(handle.path / "baseline", target.files, contract, hot.name, defines)
     measurements: dict = {"hotspot_share": hot.share, "hotspot_symbol": hot.name,
                           "line_shares": {h["line"]: h["share"] for h in line_shares}}
     op = line_profile.operation(hot.operation)
@@ -259,7 +300,8 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     if located is not None:
         hot_target = next((t for t in located.targets if t.role == "hotspot"), None)
         if hot_target is not None:  # the definition range from the parser, not the sampled lines
-            numbers["hotspot"].update(line_start=hot_target.line_start, line_end=hot_target.line_end)
+            numbers["hotspot"].update(file=numbers["hotspot"]["file"] or hot_target.file,
+                                      line_start=hot_target.line_start, line_end=hot_target.line_end)
         # Point the agent at the hot ranges first.
         focus_files = [t.file for t in located.targets if t.editable]
         numbers["editable"] = sorted(set(editable), key=lambda f: (f not in focus_files, f))
