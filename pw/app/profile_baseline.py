@@ -129,8 +129,11 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
                 deep = msgspec.structs.replace(
                     deep, captured=msgspec.structs.replace(deep.captured, build_note=dbg.note))
             events += [deep.captured, deep.normalized]
-            if deep.profile.operation(hot.operation) is not None:
-                profile_for_lines = deep.profile
+            # callgrind charges inlined code to the caller (kernel_gemm's loop as main's lines):
+            # move those line costs to the function whose definition holds them.
+            deep_profile = hs.reattribute_inlined(deep.profile, _definitions(target.src_dir, deep.profile))
+            if deep_profile.operation(hot.operation) is not None:
+                profile_for_lines = deep_profile
     rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen,
                             build=dbg)
     located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)
@@ -206,6 +209,24 @@ def locate_symbol(root, files: list[str], contract, name: str, defines):
         except InputError:
             continue
     return None
+
+
+def _definitions(root, profile: Profile) -> dict[str, list[tuple[str, int, int]]]:
+    """(name, first line, last line) of every function the parser finds in the C-family files the
+    profile has line costs in."""
+    from pw.agent.source import c_family
+
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for rel in sorted({lc.file for lc in profile.lines}):
+        path = root / rel
+        if c_family.language_of(rel) is None or not path.is_file():
+            continue
+        try:
+            index, _ = c_family.parse_file(rel, path.read_bytes())
+        except (ValueError, OSError):
+            continue
+        out[rel] = [(f.name, f.line_start, f.line_end) for f in index.functions]
+    return out
 
 
 def _line_shares(profile: Profile, op_id: str) -> list[dict]:

@@ -10,8 +10,10 @@ kernel share as a finding (allocation, page faults, I/O behind the user's code).
 
 from __future__ import annotations
 
+import msgspec
+
 from ledger import events as ev
-from ledger.profile import Operation, Profile
+from ledger.profile import CallEdge, LineCost, Operation, Profile
 
 
 def amdahl_ceiling(share: float) -> float | None:
@@ -86,3 +88,61 @@ def hot_lines(profile: Profile, operation: str, *, top: int = 8) -> list[int]:
     metric = profile.primary_metric
     lines = sorted(profile.lines_of(operation), key=lambda lc: (-lc.self_metrics.get(metric, 0.0), lc.line))
     return sorted(lc.line for lc in lines[:top])
+
+
+def reattribute_inlined(profile: Profile, definitions: dict[str, list[tuple[str, int, int]]]) -> Profile:
+    """Charge line costs to the innermost source function that defines those lines.
+
+    callgrind (and perf without inline frames) charges an inlined function's instructions to the
+    function it was inlined into: `kernel_gemm`'s loop shows up as `main`'s lines 42-43. With the
+    definitions the source parser found (file -> (name, first line, last line)), a line cost outside
+    its operation's own definition but inside another function's moves to that function (created
+    as `name@file` when the profile has no such operation), with the self cost it carries; the outer
+    function keeps it in its inclusive cost, and a call edge outer -> inner says where it came from.
+    """
+    metric_ops = {op.id: op for op in profile.operations}
+
+    def innermost(file: str, line: int) -> tuple[str, int, int] | None:
+        around = [d for d in definitions.get(file, []) if d[1] <= line <= d[2]]
+        return min(around, key=lambda d: d[2] - d[1]) if around else None
+
+    moved: dict[tuple[str, str], dict[str, float]] = {}  # (outer id, inner id) -> metrics moved
+    new_lines: list[LineCost] = []
+    inner_info: dict[str, tuple[str, str, int, int, str]] = {}
+    for lc in profile.lines:
+        op = metric_ops.get(lc.operation)
+        found = innermost(lc.file, lc.line)
+        if op is None or found is None or found[0] == op.name:
+            new_lines.append(lc)
+            continue
+        inner_id = f"{found[0]}@{lc.file}"
+        inner_info.setdefault(inner_id, (found[0], lc.file, found[1], found[2], op.module))
+        new_lines.append(LineCost(file=lc.file, line=lc.line, operation=inner_id, self_metrics=dict(lc.self_metrics)))
+        acc = moved.setdefault((op.id, inner_id), {})
+        for m, v in lc.self_metrics.items():
+            acc[m] = acc.get(m, 0.0) + v
+    if not moved:
+        return profile
+    self_out: dict[str, dict[str, float]] = {op.id: dict(op.self_metrics) for op in profile.operations}
+    incl: dict[str, dict[str, float]] = {op.id: dict(op.inclusive_metrics) for op in profile.operations}
+    for (outer, inner), metrics in moved.items():
+        self_out.setdefault(inner, {})
+        incl.setdefault(inner, {})
+        for m, v in metrics.items():
+            self_out[outer][m] = max(0.0, self_out[outer].get(m, 0.0) - v)
+            self_out[inner][m] = self_out[inner].get(m, 0.0) + v
+            incl[inner][m] = incl[inner].get(m, 0.0) + v
+    ops = []
+    for op in profile.operations:
+        ops.append(Operation(id=op.id, name=op.name, kind=op.kind, module=op.module, file=op.file,
+                             line_start=op.line_start, line_end=op.line_end, self_metrics=self_out[op.id],
+                             inclusive_metrics=incl[op.id], line_span=op.line_span))
+    for inner_id, (name, file, start, end, module) in sorted(inner_info.items()):
+        if inner_id in metric_ops:
+            continue
+        ops.append(Operation(id=inner_id, name=name, kind="function", module=module, file=file, line_start=start,
+                             line_end=end, self_metrics=self_out[inner_id], inclusive_metrics=incl[inner_id],
+                             line_span="definition"))
+    edges = list(profile.edges) + [CallEdge(caller=outer, callee=inner, metrics=dict(m))
+                                   for (outer, inner), m in sorted(moved.items())]
+    return msgspec.structs.replace(profile, operations=ops, lines=new_lines, edges=edges)
