@@ -115,3 +115,23 @@ def test_a_manifest_at_the_default_root_gets_the_discovered_one(suite):
 def test_rebase_is_the_identity_at_the_workload_itself():
     c = Contract(version=1, name="x", source=Source(editable=["*.c"]), run=Step(argv=["./x"]))
     assert rebase(c, ".") is c
+
+
+def test_an_inferred_python_package_inside_a_parent_package_runs_with_the_root_on_its_path(tmp_path):
+    import subprocess
+
+    top = tmp_path / "repo" / "top"
+    sub = top / "sub"
+    sub.mkdir(parents=True)
+    (top / "__init__.py").write_text("")
+    (top / "helpers.py").write_text("def twice(x):\n    return 2 * x\n")
+    (sub / "__init__.py").write_text("")
+    (sub / "main.py").write_text("from top.helpers import twice\nprint(twice(21))\n")
+    contract, decisions = infer_contract(sub)
+    assert contract.source.root == "../.." and contract.run.cwd == "top/sub"
+    assert contract.run.env == {"PYTHONPATH": "../.."} and "PYTHONPATH=../.., the root" in decisions[-5]
+    assert contract.source.editable == ["top/sub/__init__.py", "top/sub/main.py"]
+    # The step as pw runs it: from the workload directory inside the copied root.
+    proc = subprocess.run(contract.run.argv, cwd=tmp_path / "repo" / contract.run.cwd, capture_output=True,
+                          text=True, env={"PATH": "/usr/bin:/bin", **contract.run.env}, timeout=30)
+    assert proc.stdout == "42\n", proc.stderr
