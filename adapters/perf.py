@@ -143,7 +143,11 @@ class PerfAdapter(Adapter):
         meta = decode_meta(artifacts)
         text = require_artifact(artifacts, SCRIPT_ROLE, self.spec.name).decode(errors="replace")
         samples = parse_perf_script(text)
-        return build_profile(samples, source_root=source_root, cwd=meta.cwd or None, target=target,
+        # No cwd: with --full-source-path perf prints absolute paths for every file whose compile
+        # directory the debug info records. A relative one ("./csu/../csu/libc-start.c") is a system
+        # library's source, built elsewhere; joined onto the run's directory it would pass for the
+        # user's file (issue 13: "kernels/2mm/stdio-common/printf_fp.c").
+        return build_profile(samples, source_root=source_root, cwd=None, target=target,
                              tool_version=meta.tool_version)
 
 

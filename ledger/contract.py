@@ -79,6 +79,9 @@ class Oracle(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     atol: NonNegative = 0.0
     holdout: list[Holdout] = []
     generators: list[HoldoutGenerator] = []
+    # For `stable`: which outputs must agree (files = files the run creates in its working tree).
+    # None means all three; `["stderr"]` says only stderr matters (stdout carries timings, say).
+    streams: Annotated[list[Literal["stdout", "stderr", "files"]], msgspec.Meta(min_length=1)] | None = None
 
 
 class Sampling(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -169,6 +169,7 @@ class OracleChecked(Payload, frozen=True):
     compares_nothing: str | None = None
     # Holdout inputs this check ran, each "argv: outcome" (fixed ones and fresh ones drawn for it).
     holdouts: list[str] = []
+    tracing: str | None = None  # how that run was traced (write_trace.strace_mode); None: not traced
 
 
 class HoldoutsDrawn(Payload, frozen=True):
@@ -268,6 +269,7 @@ class ProfileCaptured(Payload, frozen=True):
     command: list[str]
     can_reprofile: bool
     source_root: str = ""  # absolute build tree the raw paths refer to; normalize needs it again
+    build_note: str | None = None  # which build was profiled (a second one with -g?) and whether its code is the same
 
 
 class ProfileNormalized(Payload, frozen=True):

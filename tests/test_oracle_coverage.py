@@ -43,8 +43,26 @@ def oracle_of(run: Path) -> ev.OracleChecked:
                 and e.data.target == "baseline")
 
 
-def test_comparing_zero_lines_is_said_at_start_and_recorded(tmp_path):
+STDOUT_ONLY_STABLE = {"version": 1, "name": "k", "source": {"editable": ["kernel.c"]},
+                      "build": [{"argv": ["make"]}], "run": {"argv": ["./kernel"]},
+                      "oracle": {"kind": "stable", "rtol": 1e-6, "streams": ["stdout"]}}
+
+
+def test_the_inferred_oracle_compares_stderr_so_a_stderr_only_program_is_checked(tmp_path):
+    """Issue 13: the inferred oracle sees stdout, stderr and created files; the suite-kernel shape
+    (results on stderr only) is compared, not 'compared nothing'."""
     wl = stderr_only_workload(tmp_path / "wl")
+    r = pw_main("start", "--workload", wl, "--runs-dir", tmp_path / "runs", "--no-profile")
+    assert r.code == 0, r
+    assert "compares nothing" not in r.out
+    oracle = oracle_of(Path(r.out.splitlines()[0].removeprefix("run: ")))
+    assert oracle.passed and oracle.compares_nothing is None
+    assert oracle.compared.startswith("stdout+stderr+files: 1 lines (2 fields) vs the baseline's output")
+
+
+def test_comparing_zero_lines_is_said_at_start_and_recorded(tmp_path):
+    # A manifest that keeps only stdout (oracle.streams) on a program that writes only stderr.
+    wl = stderr_only_workload(tmp_path / "wl", STDOUT_ONLY_STABLE)
     r = pw_main("start", "--workload", wl, "--runs-dir", tmp_path / "runs", "--no-profile")
     assert r.code == 0, r
     assert "WARNING: the oracle compares nothing: it compared 0 lines: stdout was empty" in r.out

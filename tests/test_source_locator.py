@@ -271,3 +271,21 @@ def test_errors_name_what_was_expected(tmp_path):
     (tmp_path / "bad.py").write_text("def f(:\n")
     with pytest.raises(InputError, match="cannot parse"):
         locate(tmp_path, ["*.py"], "bad.py", "f")
+
+
+def test_a_macro_under_ifdef_shows_the_branch_the_flags_select(tmp_path):
+    """A double build (no -DDATA_TYPE_IS_FLOAT) must be shown the double SCALAR_VAL, not the float
+    one that comes first in the header (issue 13)."""
+    (tmp_path / "common.h").write_text(
+        "#ifndef COMMON_H\n#define COMMON_H\n"
+        "#ifdef DATA_TYPE_IS_FLOAT\n#  define SCALAR_VAL(x) x##f\n#  define DATA_TYPE float\n"
+        "#else\n#  define SCALAR_VAL(x) x\n#  define DATA_TYPE double\n#endif\n#endif\n")
+    (tmp_path / "k.c").write_text(
+        '#include "common.h"\nstatic DATA_TYPE A[64];\n'
+        "void kernel(int n) {\n    for (int i = 0; i < n; i++)\n        A[i] = SCALAR_VAL(0.2) * A[i];\n}\n")
+    double = locate(tmp_path, ["k.c"], "k.c", "kernel", [5], defines=frozenset())
+    shown = [t for t in double.targets if t.symbol in ("SCALAR_VAL", "DATA_TYPE")]
+    assert shown and all(t.line_start >= 7 for t in shown), shown  # the #else branch (lines 7-8)
+    single = locate(tmp_path, ["k.c"], "k.c", "kernel", [5], defines=frozenset({"DATA_TYPE_IS_FLOAT"}))
+    shown = [t for t in single.targets if t.symbol in ("SCALAR_VAL", "DATA_TYPE")]
+    assert all(t.line_start < 6 for t in shown), shown  # never the #else branch a float build skips

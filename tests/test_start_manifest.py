@@ -7,7 +7,7 @@ import copy
 import json
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from pw.workload.manifest import load_manifest
@@ -214,6 +214,9 @@ bad_paths = st.one_of(
 @example(where=("source", "editable", 0), value=".")
 @example(where=("source", "editable", 0), value="a**")
 def test_paths_outside_the_workload(fuzz_start, where, value):
+    # source.root may name an ancestor (a suite's root, issue 13): `..`, `../..` are legitimate there.
+    assume(not (where == ("source", "root") and value.split("/")[0] == ".."
+                and set(value.split("/")) <= {"..", "."}))
     err = fuzz_start(_bytes(_set(BASE, where, value)))
     assert ".".join(str(p) for p in where if isinstance(p, str)).split(".")[0] in err
 

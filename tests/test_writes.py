@@ -74,3 +74,32 @@ def test_a_run_that_changes_its_tree_is_reported(tmp_path, script, expected):
     assert out.side_effects == expected
     assert not (target.build_dir / "cache.bin").exists()  # created files are removed at once
     assert (target.build_dir / "keep.txt").read_text() == "keep\n"
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_the_trace_uses_a_seccomp_filter_where_the_kernel_has_one_and_says_which_mode():
+    from pw.workload import write_trace
+
+    exe = shutil.which("strace")
+    mode = write_trace.strace_mode()
+    prefix = strace_prefix(Path("/tmp/x.log"))
+    if write_trace.seccomp_support(exe) is None:
+        assert "--seccomp-bpf" in prefix and mode == write_trace.SECCOMP
+    else:  # the fallback is recorded with strace's reason
+        assert "--seccomp-bpf" not in prefix and mode.startswith(write_trace.PTRACE_ALL + ": ")
+
+
+def test_a_strace_without_seccomp_support_falls_back_and_says_why(tmp_path, monkeypatch):
+    from pw.workload import write_trace
+
+    fake = tmp_path / "strace"
+    # Like an strace on a kernel without seccomp filters: a warning, and it carries on.
+    fake.write_text("#!/bin/sh\necho 'strace: --seccomp-bpf is not enabled because seccomp is unavailable' >&2\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    write_trace.seccomp_support.cache_clear()
+    try:
+        assert "--seccomp-bpf" not in strace_prefix(tmp_path / "t.log")
+        assert "seccomp is unavailable" in write_trace.strace_mode()
+    finally:
+        write_trace.seccomp_support.cache_clear()

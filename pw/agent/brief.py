@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 TOKEN_BUDGET = 320
+KERNEL_FINDING = 0.10  # a kernel share at least this large is stated as a finding
 
 
 class BriefLine(msgspec.Struct, frozen=True):
@@ -56,6 +57,14 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         roof = (f"; roofline: {g['bound']}-bound, kernel ceiling {g['kernel_ceiling']:.1f}x, "
                 f"program {g['program_ceiling']:.2f}x") if g.get("kernel_ceiling") and g.get("program_ceiling") else ""
         lines.append(BriefLine(f"Limiter of {g['kernel']} (ncu): {g['limiter']}{roof}", 0))
+    split = n.get("time_split") or {}
+    if split.get("kernel", 0.0) >= KERNEL_FINDING:  # a finding, never the hotspot: said, kept short
+        causes = sorted(((v, c) for c, v in split.get("kernel_causes", {}).items() if c != "other"), reverse=True)
+        top = f" (mostly {causes[0][1]})" if causes else ""
+        lines.append(BriefLine(f"Finding: {_pct(split['kernel'])} of samples in the OS kernel{top}, not in your code", 1))
+    pb = n.get("profiling_build") or {}
+    if pb.get("same_code") is False:  # must be said: lines come from code that is not the timed code
+        lines.append(BriefLine(f"Caution: lines come from a -g build whose code differs: {pb['note']}", 0))
     if n.get("hot_lines"):
         shown = ", ".join(f"{h['line']} ({_pct(h['share'])})" for h in n["hot_lines"][:2])
         lines.append(BriefLine(f"Hot lines in {hs['file']}: {shown}", 1))
@@ -65,14 +74,24 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         lines.append(BriefLine(f"Mechanism {i + 1}: {text}", 1 if i == 0 else 3 + i))
     slices = n.get("slices", [])
     if slices:
-        shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[:3])
-        lines.append(BriefLine(f"Read source-slices/: {shown}", 0))
+        # The hotspot's slice is essential; the others are droppable, so long suite paths cannot push
+        # the essentials over the budget.
+        first = slices[0]
+        lines.append(BriefLine(f"Read source-slices/: {first['path'].removeprefix('source-slices/')} "
+                               f"({first['range']})", 0))
+        if len(slices) > 1:
+            shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[1:3])
+            lines.append(BriefLine(f"Then: {shown}", 2))
         if len(slices) > 3:
             lines.append(BriefLine("Also: " + "; ".join(f"{s['path']}" for s in slices[3:6]), 6))
     for f in n.get("frontier", [])[:2]:
         lines.append(BriefLine(f"Data path: {f}", 2))
     lines += [
         BriefLine(f"Edit only: {', '.join(n['editable'][:6])} (in the workspace `pw prepare` makes)", 0),
+    ]
+    if n.get("never_editable"):
+        lines.append(BriefLine(f"Never edit (harness, shared code, build files): {', '.join(n['never_editable'])}", 2))
+    lines += [
         BriefLine(
             f"Verified needs all 6 gates: correctness (oracle{'+holdouts' if n.get('holdouts') else ''}), "
             "significance (>=5 pairs, 95% CI>1.01), mechanism (hotspot shrink explains the saving, rest unchanged), "

@@ -243,8 +243,18 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
     if adapter is None:
         return state
     progress(f"reprofile with {adapter}")
+    from pw.workload import debug_build
+
+    # A baseline profiled from its -g twin is compared with the candidate's -g twin, not its bare build.
+    dbg = None
+    base_capture = state.captures.get(f"baseline:{adapter}")
+    if base_capture is not None and debug_build.used_for(base_capture.build_note):
+        dbg = debug_build.make(state.run.contract, target, handle.evidence, handle.logs, handle.path / "scratch")
+        target = dbg.target or target
     before = workspace.snapshot(target.build_dir)
     result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch")
+    if dbg is not None:
+        result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=dbg.note))
     # Like every timed run (execute.run_once), the profiled run must not leave files in the build
     # tree: a file it creates there (a result cache) would be read by the next campaign's runs.
     for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):

@@ -95,8 +95,18 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     if discovery.chosen is None:
         return events + [ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable",
                                           message=discovery.reason)]
+    # Timing and the oracle used the user's build; the profile may use a second one with -g.
+    dbg = None
+    if language == "native":
+        from pw.workload import debug_build
+
+        progress("profile: checking the build for debug info")
+        dbg = debug_build.make(contract, target, handle.evidence, handle.logs, handle.path / "scratch")
+    profiled = dbg.target if dbg is not None and dbg.target is not None else target
     progress(f"profile: {discovery.chosen}")
-    found = profiling.capture(contract, target, discovery.chosen, handle.evidence, handle.path / "scratch")
+    found = profiling.capture(contract, profiled, discovery.chosen, handle.evidence, handle.path / "scratch")
+    if dbg is not None:
+        found = msgspec.structs.replace(found, captured=msgspec.structs.replace(found.captured, build_note=dbg.note))
     events += [found.captured, found.normalized]
     editable = _editable_files(state, target)
     try:
@@ -132,18 +142,27 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
             progress(f"diagnose: {diagnosis.chosen}")
             hot_op = found.profile.operation(hot.operation)
             focus = (hot.name, int(hot_op.self_metrics.get("kernel_launches", 0))) if hot_op is not None else None
-            deep = profiling.capture(contract, target, diagnosis.chosen, handle.evidence, handle.path / "scratch",
+            deep = profiling.capture(contract, profiled, diagnosis.chosen, handle.evidence, handle.path / "scratch",
                                      focus=focus)
+            if dbg is not None:
+                deep = msgspec.structs.replace(
+                    deep, captured=msgspec.structs.replace(deep.captured, build_note=dbg.note))
             events += [deep.captured, deep.normalized]
-            if deep.profile.operation(hot.operation) is not None:
-                profile_for_lines = deep.profile
+            # callgrind charges inlined code to the caller (kernel_gemm's loop as main's lines):
+            # move those line costs to the function whose definition holds them.
+            deep_profile = hs.reattribute_inlined(deep.profile, _definitions(target.src_dir, deep.profile))
+            if deep_profile.operation(hot.operation) is not None:
+                profile_for_lines = deep_profile
             if diagnosis.chosen == "ncu":
                 gpu = ncu_view(handle, deep.captured, hot.share)
-    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen, gpu)
+    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen, gpu,
+                            build=dbg)
     located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)
     for t in (located.document.get("targets", []) if located else []):
         if t.get("role") == "hotspot":  # the parser's definition range, not just the sampled lines
-            hot = msgspec.structs.replace(hot, line_start=t["line_start"], line_end=t["line_end"])
+            # (and the file, when the profile knew only the symbol: found by the parsers)
+            hot = msgspec.structs.replace(hot, file=hot.file or t["file"], line_start=t["line_start"],
+                                          line_end=t["line_end"])
             break
     return events + [hot] + rest
 
@@ -186,6 +205,89 @@ def gpu_summary(arts: dict[str, bytes], share: float) -> dict | None:
             "missing": d.missing}
 
 
+_CODE_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".cu", ".cuh", ".py", ".mk", "Makefile")
+
+
+_BUILD_FILES = ("Makefile", "makefile", "GNUmakefile", "CMakeLists.txt")
+
+
+def _never_editable(files: list[str], editable: set[str], limit: int = 4) -> list[str]:
+    """The code around the workload that must not change: its own harness and build files, and the
+    shared code outside it folded to its top directory (`utilities/*`, `config.mk`). Sibling
+    workloads of a suite are not listed."""
+    own_dirs = {f.rsplit("/", 1)[0] if "/" in f else "" for f in editable}
+    # Directories with their own build file (other than the workload's) are other workloads.
+    builds = {f.rsplit("/", 1)[0] for f in files if "/" in f and f.rsplit("/", 1)[1] in _BUILD_FILES}
+    out: list[str] = []
+    for f in files:
+        if f in editable or not (f.endswith(_CODE_SUFFIXES) or f.endswith("CMakeLists.txt")):
+            continue
+        folder = f.rsplit("/", 1)[0] if "/" in f else ""
+        top = f.split("/", 1)[0]
+        if folder in own_dirs:
+            item = f
+        elif any(d == top or d.startswith(top + "/") for d in own_dirs) or \
+                any(folder == b or folder.startswith(b + "/") for b in builds - own_dirs):
+            continue
+        else:
+            item = f"{top}/*" if "/" in f else f
+        if item not in out:
+            out.append(item)
+    return out[:limit]
+
+
+_DEFINE = re.compile(r"(?:^|\s)-D\s?([A-Za-z_][A-Za-z0-9_]*)")
+_COMPILE = re.compile(r"(?:^|[\s/])(?:cc|gcc|clang|c\+\+|g\+\+|clang\+\+)(?:-\d+)?\s")
+
+
+def build_defines(logs) -> frozenset[str] | None:
+    """Macro names the baseline's compile commands define (`-DNAME`), read from its build logs;
+    None when no compile command was echoed (a quiet CMake build): then nothing is assumed."""
+    names: set[str] = set()
+    seen = False
+    for log in sorted(logs.glob("build-baseline-*.out")) + sorted(logs.glob("build-baseline-*.err")):
+        for line in log.read_text(errors="replace").splitlines():
+            if _COMPILE.search(line):
+                seen = True
+                names.update(_DEFINE.findall(line))
+    return frozenset(names) if seen else None
+
+
+def locate_symbol(root, files: list[str], contract, name: str, defines):
+    """Source targets for a hotspot known by its symbol only: the first editable file whose parse
+    defines a function of that name (C family and Python)."""
+    from ledger.errors import InputError
+    from pw.agent.source.locator import locate
+    from pw.rules.candidates import is_editable
+
+    for rel in files:
+        if not is_editable(rel, contract) or not rel.endswith((".c", ".cc", ".cpp", ".cxx", ".cu", ".py")):
+            continue
+        try:
+            return locate(root, list(contract.source.editable), rel, name, [], defines=defines)
+        except InputError:
+            continue
+    return None
+
+
+def _definitions(root, profile: Profile) -> dict[str, list[tuple[str, int, int]]]:
+    """(name, first line, last line) of every function the parser finds in the C-family files the
+    profile has line costs in."""
+    from pw.agent.source import c_family
+
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for rel in sorted({lc.file for lc in profile.lines}):
+        path = root / rel
+        if c_family.language_of(rel) is None or not path.is_file():
+            continue
+        try:
+            index, _ = c_family.parse_file(rel, path.read_bytes())
+        except (ValueError, OSError):
+            continue
+        out[rel] = [(f.name, f.line_start, f.line_end) for f in index.functions]
+    return out
+
+
 def _line_shares(profile: Profile, op_id: str) -> list[dict]:
     metric = profile.primary_metric
     total = profile.totals.get(metric, 0.0) or 1.0
@@ -202,7 +304,7 @@ def _evidence_text(e: dict) -> str:
 
 
 def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str,
-                     gpu: dict | None = None):
+                     gpu: dict | None = None, build=None):
     from pw.agent.brief import render_brief
     from pw.agent.source.locator import locate
     from pw.agent.tokens import TOKENIZER, count_tokens
@@ -213,8 +315,13 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     line_shares = _line_shares(line_profile, hot.operation)
     hot_lines = sorted(h["line"] for h in line_shares)
     located = None
+    defines = build_defines(handle.logs)
     if hot.file and (handle.path / "baseline" / hot.file).is_file():
-        located = locate(handle.path / "baseline", list(contract.source.editable), hot.file, hot.name, hot_lines)
+        located = locate(handle.path / "baseline", list(contract.source.editable), hot.file, hot.name, hot_lines,
+                         defines=defines)
+    elif not hot.file:
+        # No line info (no debug info could be had): find the symbol's definition with the parsers.
+        located = locate_symbol(handle.path / "baseline", target.files, contract, hot.name, defines)
     measurements: dict = {"hotspot_share": hot.share, "hotspot_symbol": hot.name,
                           "line_shares": {h["line"]: h["share"] for h in line_shares}}
     op = line_profile.operation(hot.operation)
@@ -266,8 +373,11 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
                         "evidence": [_evidence_text(e) for e in m["evidence"] if e["kind"] == "fact"][:2]}
                        for m in mech_dicts],
         "slices": slices_info,
+        "time_split": hs.time_split(discovery),
+        "profiling_build": None if build is None else {"note": build.note, "same_code": build.same_code},
         "frontier": located.frontier_lines() if located else [],
         "editable": editable,
+        "never_editable": _never_editable(target.files, set(editable)),
     }
     if gpu is not None and "timeline" in gpu:
         numbers["gpu"] = {"timeline": gpu["timeline"]}
@@ -278,7 +388,8 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     if located is not None:
         hot_target = next((t for t in located.targets if t.role == "hotspot"), None)
         if hot_target is not None:  # the definition range from the parser, not the sampled lines
-            numbers["hotspot"].update(line_start=hot_target.line_start, line_end=hot_target.line_end)
+            numbers["hotspot"].update(file=numbers["hotspot"]["file"] or hot_target.file,
+                                      line_start=hot_target.line_start, line_end=hot_target.line_end)
         # Point the agent at the hot ranges first.
         focus_files = [t.file for t in located.targets if t.editable]
         numbers["editable"] = sorted(set(editable), key=lambda f: (f not in focus_files, f))

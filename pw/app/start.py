@@ -30,7 +30,7 @@ from pw.workload import containment, correctness, workspace
 from pw.workload import steps as execute
 from pw.workload.host import host_info
 from pw.workload.inference import infer_contract, slug
-from pw.workload.manifest import MANIFEST, load_manifest
+from pw.workload.manifest import MANIFEST, load_manifest, place_in_root
 
 BASELINE_RUNS = 5  # timed runs after one warm-up; enough to estimate run-to-run variation
 
@@ -79,7 +79,8 @@ def _load_contract(workload: Path) -> tuple[Contract, str | None, bool, list[str
         raise InputError(f"{MANIFEST}: expected a file in {workload}, found a directory or special file")
     if (workload / MANIFEST).is_file():
         contract, raw = load_manifest(workload)
-        return contract, hashlib.sha256(raw).hexdigest(), False, [f"contract: explicit {MANIFEST}"]
+        contract, placed = place_in_root(contract, workload)
+        return contract, hashlib.sha256(raw).hexdigest(), False, [f"contract: explicit {MANIFEST}", *placed]
     contract, decisions = infer_contract(workload)
     return contract, None, True, decisions
 

@@ -2,23 +2,69 @@
 
 Pure. The share is the operation's inclusive cost over the program total in the profile's primary
 metric; the Amdahl ceiling is the whole-program speedup if that cost fell to zero, 1 / (1 - share).
+
+Operating-system time (samples whose leaf is a kernel symbol: page clearing, `write`) is never the
+user's hotspot, however large; `time_split` reports it separately so the brief can state a large
+kernel share as a finding (allocation, page faults, I/O behind the user's code).
 """
 
 from __future__ import annotations
 
+import msgspec
+
 from ledger import events as ev
-from ledger.profile import Operation, Profile
+from ledger.profile import CallEdge, LineCost, Operation, Profile
 
 
 def amdahl_ceiling(share: float) -> float | None:
     return None if share >= 1.0 else 1.0 / (1.0 - share)
 
 
+KERNEL_MODULES = frozenset({"kernel.kallsyms", "kernel", "vmlinux", "guest.kernel.kallsyms"})
+
+
+def is_kernel(op: Operation) -> bool:
+    return op.module in KERNEL_MODULES
+
+
+def _kernel_cause(name: str) -> str:
+    n = name.lower()
+    if "page" in n or "fault" in n or "folio" in n or "mm_" in n:
+        return "page faults / memory"
+    if "write" in n or "read" in n or "syscall" in n or "vfs" in n or "tty" in n or "pipe" in n:
+        return "system calls / I/O"
+    return "other"
+
+
+def time_split(profile: Profile, top: int = 3) -> dict:
+    """User and kernel shares of the primary metric (by leaf frame), and the costliest kernel symbols
+    with the cause each suggests."""
+    metric = profile.primary_metric
+    total = profile.totals.get(metric, 0.0)
+    if total <= 0:
+        return {"user": 0.0, "kernel": 0.0, "top_kernel": []}
+    kernel_ops = sorted((op for op in profile.operations if is_kernel(op)),
+                        key=lambda o: (-o.self_metrics.get(metric, 0.0), o.id))
+    kernel = sum(op.self_metrics.get(metric, 0.0) for op in kernel_ops)
+    causes: dict[str, float] = {}
+    for op in kernel_ops:
+        cause = _kernel_cause(op.name)
+        causes[cause] = causes.get(cause, 0.0) + op.self_metrics.get(metric, 0.0) / total
+    return {
+        "user": round(1.0 - kernel / total, 4),
+        "kernel": round(kernel / total, 4),
+        "top_kernel": [{"name": op.name, "share": round(op.self_metrics.get(metric, 0.0) / total, 4)}
+                       for op in kernel_ops[:top]],
+        "kernel_causes": {k: round(v, 4) for k, v in sorted(causes.items(), key=lambda kv: -kv[1])},
+    }
+
+
 def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSelected:
     """The editable operation with the largest self cost (ties by id); falls back to any operation."""
     metric = profile.primary_metric
     total = profile.totals.get(metric, 0.0)
-    ops = [op for op in profile.operations if op.file in editable_files] or list(profile.operations)
+    ops = [op for op in profile.operations if op.file in editable_files] or \
+        [op for op in profile.operations if not is_kernel(op)] or list(profile.operations)
     if not ops or total <= 0:
         raise ValueError("the profile has no operations with cost; cannot choose a hotspot")
     hot: Operation = min(ops, key=lambda o: (-o.self_metrics.get(metric, 0.0), o.id))
@@ -42,3 +88,61 @@ def hot_lines(profile: Profile, operation: str, *, top: int = 8) -> list[int]:
     metric = profile.primary_metric
     lines = sorted(profile.lines_of(operation), key=lambda lc: (-lc.self_metrics.get(metric, 0.0), lc.line))
     return sorted(lc.line for lc in lines[:top])
+
+
+def reattribute_inlined(profile: Profile, definitions: dict[str, list[tuple[str, int, int]]]) -> Profile:
+    """Charge line costs to the innermost source function that defines those lines.
+
+    callgrind (and perf without inline frames) charges an inlined function's instructions to the
+    function it was inlined into: `kernel_gemm`'s loop shows up as `main`'s lines 42-43. With the
+    definitions the source parser found (file -> (name, first line, last line)), a line cost outside
+    its operation's own definition but inside another function's moves to that function (created
+    as `name@file` when the profile has no such operation), with the self cost it carries; the outer
+    function keeps it in its inclusive cost, and a call edge outer -> inner says where it came from.
+    """
+    metric_ops = {op.id: op for op in profile.operations}
+
+    def innermost(file: str, line: int) -> tuple[str, int, int] | None:
+        around = [d for d in definitions.get(file, []) if d[1] <= line <= d[2]]
+        return min(around, key=lambda d: d[2] - d[1]) if around else None
+
+    moved: dict[tuple[str, str], dict[str, float]] = {}  # (outer id, inner id) -> metrics moved
+    new_lines: list[LineCost] = []
+    inner_info: dict[str, tuple[str, str, int, int, str]] = {}
+    for lc in profile.lines:
+        op = metric_ops.get(lc.operation)
+        found = innermost(lc.file, lc.line)
+        if op is None or found is None or found[0] == op.name:
+            new_lines.append(lc)
+            continue
+        inner_id = f"{found[0]}@{lc.file}"
+        inner_info.setdefault(inner_id, (found[0], lc.file, found[1], found[2], op.module))
+        new_lines.append(LineCost(file=lc.file, line=lc.line, operation=inner_id, self_metrics=dict(lc.self_metrics)))
+        acc = moved.setdefault((op.id, inner_id), {})
+        for m, v in lc.self_metrics.items():
+            acc[m] = acc.get(m, 0.0) + v
+    if not moved:
+        return profile
+    self_out: dict[str, dict[str, float]] = {op.id: dict(op.self_metrics) for op in profile.operations}
+    incl: dict[str, dict[str, float]] = {op.id: dict(op.inclusive_metrics) for op in profile.operations}
+    for (outer, inner), metrics in moved.items():
+        self_out.setdefault(inner, {})
+        incl.setdefault(inner, {})
+        for m, v in metrics.items():
+            self_out[outer][m] = max(0.0, self_out[outer].get(m, 0.0) - v)
+            self_out[inner][m] = self_out[inner].get(m, 0.0) + v
+            incl[inner][m] = incl[inner].get(m, 0.0) + v
+    ops = []
+    for op in profile.operations:
+        ops.append(Operation(id=op.id, name=op.name, kind=op.kind, module=op.module, file=op.file,
+                             line_start=op.line_start, line_end=op.line_end, self_metrics=self_out[op.id],
+                             inclusive_metrics=incl[op.id], line_span=op.line_span))
+    for inner_id, (name, file, start, end, module) in sorted(inner_info.items()):
+        if inner_id in metric_ops:
+            continue
+        ops.append(Operation(id=inner_id, name=name, kind="function", module=module, file=file, line_start=start,
+                             line_end=end, self_metrics=self_out[inner_id], inclusive_metrics=incl[inner_id],
+                             line_span="definition"))
+    edges = list(profile.edges) + [CallEdge(caller=outer, callee=inner, metrics=dict(m))
+                                   for (outer, inner), m in sorted(moved.items())]
+    return msgspec.structs.replace(profile, operations=ops, lines=new_lines, edges=edges)

@@ -3,6 +3,9 @@
 Pure comparison functions; the runner that produces outputs lives in `pw.workload.steps`.
 Tokens that parse as numbers compare as |got - want| <= atol + rtol * |want|; every other token
 must match exactly; lines that carry the ROI metric are skipped (they are timing, not output).
+A run's output is more than stdout: benchmark suites dump their arrays to stderr and leave stdout
+empty, and programs write result files. `Streams` holds all three; `compare_streams` checks each
+named stream and says which one differed ("stderr line 3: ...").
 """
 
 from __future__ import annotations
@@ -119,3 +122,64 @@ def compare_text(got: str, want: str, *, rtol: float, atol: float, skip_pattern:
     fields = sum(len(tokens) for _, tokens in want_lines)
     return Comparison(True, f"{len(want_lines)} lines match (max rel err {max_rel:.3g})", max_abs, max_rel,
                       lines=len(want_lines), fields=fields)
+
+
+# --- several streams ------------------------------------------------------------------------------
+
+STREAMS = ("stdout", "stderr", "files")
+_BUNDLE_MAGIC = "pw-streams-v1\n"
+
+
+class Streams(msgspec.Struct, frozen=True):
+    """What a run produced: its stdout, its stderr and the files it created in its working tree
+    (path relative to the build tree -> text)."""
+
+    stdout: str
+    stderr: str = ""
+    files: dict[str, str] = {}
+
+
+def encode_streams(s: Streams) -> bytes:
+    return _BUNDLE_MAGIC.encode() + msgspec.json.encode(s, order="deterministic")
+
+
+def is_bundle(data: bytes | str) -> bool:
+    return (data.decode(errors="replace") if isinstance(data, bytes) else data).startswith(_BUNDLE_MAGIC)
+
+
+def decode_streams(data: bytes | str) -> Streams:
+    """A stored bundle; anything else is the stdout of a run recorded before bundles existed."""
+    text = data.decode(errors="replace") if isinstance(data, bytes) else data
+    if text.startswith(_BUNDLE_MAGIC):
+        return msgspec.json.decode(text[len(_BUNDLE_MAGIC):].encode(), type=Streams)
+    return Streams(stdout=text)
+
+
+def compare_streams(got: Streams, want: Streams, streams: list[str] | tuple[str, ...], *, rtol: float,
+                    atol: float, skip_pattern: str | None = None) -> Comparison:
+    """Each named stream within the tolerance; the first that differs is named with its line."""
+    checked: list[str] = []
+    max_abs = max_rel = 0.0
+    lines = fields = 0
+    for name in streams:
+        if name == "files":
+            for rel in sorted(set(got.files) | set(want.files)):
+                if rel not in got.files:
+                    return Comparison(False, f"file {rel}: not written (the reference run wrote it)", max_abs, max_rel)
+                if rel not in want.files:
+                    return Comparison(False, f"file {rel}: written, the reference run did not write it",
+                                      max_abs, max_rel)
+                cmp = compare_text(got.files[rel], want.files[rel], rtol=rtol, atol=atol, skip_pattern=skip_pattern)
+                if not cmp.passed:
+                    return Comparison(False, f"file {rel} {cmp.detail}", cmp.max_abs_err, cmp.max_rel_err)
+                checked.append(f"file {rel}: {cmp.detail}")
+                max_abs, max_rel = max(max_abs, cmp.max_abs_err), max(max_rel, cmp.max_rel_err)
+                lines, fields = lines + cmp.lines, fields + cmp.fields
+            continue
+        cmp = compare_text(getattr(got, name), getattr(want, name), rtol=rtol, atol=atol, skip_pattern=skip_pattern)
+        if not cmp.passed:
+            return Comparison(False, f"{name} {cmp.detail}", cmp.max_abs_err, cmp.max_rel_err)
+        checked.append(f"{name}: {cmp.detail}")
+        max_abs, max_rel = max(max_abs, cmp.max_abs_err), max(max_rel, cmp.max_rel_err)
+        lines, fields = lines + cmp.lines, fields + cmp.fields
+    return Comparison(True, "; ".join(checked) or "no stream compared", max_abs, max_rel, lines=lines, fields=fields)

@@ -17,7 +17,8 @@ from ledger import events as ev
 from ledger.contract import Contract
 from ledger.evidence import EvidenceStore
 from pw.cli import diagnostics
-from pw.workload.compare import compare_text
+from pw.workload.compare import STREAMS, compare_streams, decode_streams, encode_streams, is_bundle
+from pw.workload.differential import compare_outputs, streams_of
 from pw.workload.steps import (
     RunOutcome,
     Target,
@@ -41,7 +42,7 @@ class OracleResult(msgspec.Struct, frozen=True):
 def _method(contract: Contract) -> str:
     o = contract.oracle
     if o.kind == "stable":
-        return "inferred: exit 0 and output stable across two runs"
+        return f"inferred: exit 0 and {'+'.join(o.streams or STREAMS)} stable across two runs"
     if o.kind == "baseline":
         gens = f" + fresh holdouts from {len(o.generators)} generator(s)" if o.generators else ""
         return f"stdout vs the baseline's on the same input (reproducible across two runs){gens}"
@@ -58,7 +59,12 @@ def _method(contract: Contract) -> str:
 
 def _result(contract, target, passed, detail, run, evidence, *, fault_class=None, stage="oracle"):
     o = contract.oracle
-    out_sha = evidence.put(run.stdout.encode()) if run is not None else None
+    if run is None:
+        out_sha = None
+    elif o.kind == "stable":  # every stream: a candidate is compared with all of them
+        out_sha = evidence.put(encode_streams(streams_of(run)))
+    else:
+        out_sha = evidence.put(run.stdout.encode())
     event = ev.OracleChecked(
         target=target.label,
         method=_method(contract),
@@ -101,9 +107,10 @@ def _skip(contract: Contract) -> str | None:
 
 
 def _with_outside(result: OracleResult, outside: list[str]) -> OracleResult:
-    if not outside:
-        return result
-    event = msgspec.structs.replace(result.event, outside_writes=list(outside))
+    from pw.workload.write_trace import strace_mode
+
+    # How the first run was traced: a fallback to stopping on every syscall is slow and is said so.
+    event = msgspec.structs.replace(result.event, outside_writes=list(outside), tracing=strace_mode())
     return msgspec.structs.replace(result, event=event)
 
 
@@ -179,13 +186,16 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
             if failure is not None:
                 msg = "second run: " + failure_message(contract, second)
                 return _result(contract, target, False, msg, second, evidence, fault_class=failure)
-            cmp = compare_text(second.stdout, first.stdout, rtol=o.rtol, atol=o.atol, skip_pattern=_skip(contract))
+            cmp = compare_outputs(contract, second, first)
             if not cmp.passed:
                 msg = f"output differs between two identical runs: {cmp.detail}"
                 return _result(contract, target, False, msg, first, evidence, fault_class="nondeterministic-output")
             detail = f"exit 0 and output stable across two runs ({cmp.detail})"
         else:
-            cmp = compare_text(first.stdout, stable_reference, rtol=o.rtol, atol=o.atol, skip_pattern=_skip(contract))
+            # A stable baseline recorded before stream bundles kept stdout only: compare what it kept.
+            streams = (o.streams or STREAMS) if o.kind == "stable" and is_bundle(stable_reference) else ("stdout",)
+            cmp = compare_streams(streams_of(first), decode_streams(stable_reference), streams, rtol=o.rtol,
+                                  atol=o.atol, skip_pattern=_skip(contract))
             detail = f"vs baseline output: {cmp.detail}"
             if not cmp.passed:
                 return _result(contract, target, False, detail, first, evidence)

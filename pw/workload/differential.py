@@ -15,7 +15,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.contract import Contract
-from pw.workload.compare import Comparison, compare_text
+from pw.workload.compare import STREAMS, Comparison, Streams, compare_streams, compare_text
 from pw.workload.steps import RunOutcome, Target, classify, failure_message, run_once
 
 
@@ -26,10 +26,25 @@ def output_of(contract: Contract, run: RunOutcome) -> str:
     return run.stdout
 
 
+def streams_of(run: RunOutcome) -> Streams:
+    return Streams(stdout=run.stdout, stderr=run.stderr, files=dict(run.created))
+
+
+def compared_streams(contract: Contract) -> tuple[str, ...]:
+    """The outputs an oracle compares: the inferred one sees stdout, stderr and created files."""
+    o = contract.oracle
+    if o.kind == "stable":
+        return tuple(o.streams or STREAMS)
+    return (f"file {o.path}",) if o.kind == "file" else ("stdout",)
+
+
 def compare_outputs(contract: Contract, got: RunOutcome, want: RunOutcome) -> Comparison:
     """A target's output against the baseline's on the same input, within the oracle's tolerance."""
     o = contract.oracle
     skip = contract.metric.pattern if contract.metric.kind == "roi" else None
+    if o.kind == "stable":
+        return compare_streams(streams_of(got), streams_of(want), compared_streams(contract), rtol=o.rtol,
+                               atol=o.atol, skip_pattern=skip)
     return compare_text(output_of(contract, got), output_of(contract, want), rtol=o.rtol, atol=o.atol,
                         skip_pattern=skip)
 
@@ -56,8 +71,9 @@ def compares_nothing(contract: Contract, covered: Comparison | None, n_stderr: i
         return "it checks only the exit status; no output is compared (declare an output oracle in profileweaver.json)"
     if o.kind == "command" or covered is None or covered.lines > 0:
         return None
-    stream = f"the output file {o.path}" if o.kind == "file" else "stdout"
-    extra = f"; the program wrote {n_stderr} line(s) to stderr, which the oracle does not compare" if n_stderr else ""
+    stream = f"the output file {o.path}" if o.kind == "file" else "+".join(compared_streams(contract))
+    unseen = n_stderr and "stderr" not in compared_streams(contract)
+    extra = f"; the program wrote {n_stderr} line(s) to stderr, which the oracle does not compare" if unseen else ""
     return (f"it compared 0 lines: {stream} was empty{extra}; give an oracle that compares the program's "
             "results (oracle.kind stdout/file/baseline in profileweaver.json)")
 
@@ -100,7 +116,7 @@ def describe_coverage(contract: Contract, covered: Comparison | None, fresh: lis
         return "exit status only"
     if o.kind == "command":
         return f"whatever `{' '.join(o.argv or [])}` checks (exit 0)"
-    stream = f"file {o.path}" if o.kind == "file" else "stdout"
+    stream = "+".join(compared_streams(contract))
     n = covered.lines if covered else 0
     fields = covered.fields if covered else 0
     against = {"stdout": f"reference {o.reference}", "file": f"reference {o.reference}",

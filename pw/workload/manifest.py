@@ -6,12 +6,16 @@ Every error is one line naming the field and what was expected, e.g.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path, PurePosixPath
+
+import msgspec
 
 from ledger.contract import Contract
 from ledger.errors import InputError
 from pw.export.validation import decode_as
+from pw.workload.root import check_ancestor, discover_root, is_ancestor_path, rebase
 
 MANIFEST = "profileweaver.json"
 
@@ -68,7 +72,12 @@ def _generator(gen, field: str, name: str) -> None:
 
 def check_contract(c: Contract, workload: Path, *, name: str) -> None:
     """Cross-field rules: paths stay inside the workload, each oracle kind has what it needs."""
-    _relative(c.source.root, "source.root", name)
+    ancestor = is_ancestor_path(c.source.root)
+    if ancestor or PurePosixPath(c.source.root).is_absolute():
+        # the project's root above the workload; every other path stays relative to the workload
+        check_ancestor(c.source.root, workload, name)
+    else:
+        _relative(c.source.root, "source.root", name)
     _argv_env(c.run, "run", name)
     for i, step in enumerate(c.build):
         _argv_env(step, f"build[{i}]", name)
@@ -100,6 +109,11 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
             if compiled.groups < 1:
                 raise InputError(f"{name}: metric.pattern: expected one capture group around the number")
     o = c.oracle
+    if o.streams is not None:
+        if o.kind != "stable":
+            raise InputError(f"{name}: oracle.streams: expected only with kind 'stable', got kind {o.kind!r}")
+        if len(set(o.streams)) != len(o.streams):
+            raise InputError(f"{name}: oracle.streams: expected each of stdout, stderr, files at most once")
     if o.kind in ("stdout", "file") and not o.reference:
         raise InputError(f"{name}: oracle.reference: expected a reference file when kind is {o.kind!r}")
     if o.kind == "file" and not o.path:
@@ -110,7 +124,7 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
         value = getattr(o, field)
         if value:
             _relative(value, f"oracle.{field}", name)
-    root = workload / c.source.root
+    root = workload if ancestor else workload / c.source.root
     if not root.is_dir():
         raise InputError(f"{name}: source.root: expected a directory inside the workload, got {c.source.root!r}")
     for i, h in enumerate(o.holdout):
@@ -126,3 +140,25 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
             raise InputError(f"{name}: source.editable[{i}]: expected a file glob, got {glob!r}") from None
         if not matched:
             raise InputError(f"{name}: source.editable[{i}]: {glob!r} matches no file in the workload")
+
+
+def place_in_root(contract: Contract, workload: Path) -> tuple[Contract, list[str]]:
+    """A checked manifest made relative to the tree pw copies, and the decision line saying which.
+
+    `source.root` naming an ancestor is taken as given; a manifest at the default root whose build
+    reaches outside the workload gets the discovered root, as an inferred contract would."""
+    if is_ancestor_path(contract.source.root):
+        root = (workload / contract.source.root).resolve()
+        rel = workload.resolve().relative_to(root).as_posix()
+        line = f"root: source.root {contract.source.root!r} names {root} -> build and run from {rel}/ inside it"
+        return rebase(contract, rel), [line]
+    if contract.source.root != ".":
+        return contract, []
+    decision = discover_root(workload)
+    if not decision.is_ancestor:
+        return contract, []
+    found = msgspec.structs.replace(
+        contract, source=msgspec.structs.replace(contract.source, root=os.path.relpath(decision.root, workload.resolve())))
+    line = (f"root: {decision.reason} -> copy {decision.root} and build and run from {decision.workload_rel}/ "
+            "inside it")
+    return rebase(found, decision.workload_rel), [line]

@@ -26,6 +26,7 @@ from pw.cli import diagnostics
 from pw.workload import workspace
 from pw.workload.compare import Comparison, compare_text
 
+_CREATED_KEEP_BYTES = 64 << 20  # larger files a run creates are reported, not compared
 _UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 # Environment passed through to workloads; everything else is dropped for reproducibility.
 _PASS_ENV = ("PATH", "LANG", "LC_ALL", "LC_NUMERIC", "TERM", "LD_LIBRARY_PATH", "CC", "CXX", "CUDA_VISIBLE_DEVICES",
@@ -55,6 +56,7 @@ class RunOutcome(msgspec.Struct, frozen=True):
     outside_writes: list[str] = []
     stderr: str = ""
     leftover_processes: list[str] = []  # names of processes still running when the program exited
+    created: dict[str, str] = {}  # files the run created in its build tree (relative path -> text)
 
 
 def left_behind(outcome: RunOutcome) -> list[str]:
@@ -255,14 +257,18 @@ def run_once(
         declared = (Path(step.cwd) / contract.oracle.path).as_posix().removeprefix("./")
         out_path = target.build_dir / declared
         output_file = out_path.read_bytes() if out_path.is_file() else None
+    stderr = Path(result.stderr_path).read_text(errors="replace") if Path(result.stderr_path).exists() else ""
     after = workspace.snapshot(target.build_dir)
     side_effects = []
+    created: dict[str, str] = {}
     for rel, stamp in sorted(after.items()):
         if rel == declared:
             (target.build_dir / rel).unlink(missing_ok=True)
             continue
         if rel not in before:
             side_effects.append(f"created {rel}")
+            if stamp[0] <= _CREATED_KEEP_BYTES:  # an output file: the stable oracle compares it
+                created[rel] = (target.build_dir / rel).read_text(errors="replace")
             (target.build_dir / rel).unlink(missing_ok=True)
         elif before[rel] != stamp:
             side_effects.append(f"modified {rel}")
@@ -279,10 +285,9 @@ def run_once(
         found = writes.written_paths(traced, str(cwd.resolve()))
         outside_writes = writes.outside(found, [str(target.build_dir.resolve()), str(scratch.resolve())])
     value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
-    stderr = Path(result.stderr_path).read_text(errors="replace")
     leftovers = [p.split(" ", 1)[-1] for p in result.leftover_processes]
     return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes,
-                      stderr=stderr, leftover_processes=leftovers)
+                      stderr=stderr, leftover_processes=leftovers, created=created)
 
 
 def classify(outcome: RunOutcome) -> str | None:

@@ -7,6 +7,7 @@ fresh build.
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import hashlib
 import os
@@ -63,13 +64,49 @@ def tree_digest(root: Path, files: list[str]) -> str:
     return h.hexdigest()
 
 
+_FICLONE = 0x40049409  # linux/fs.h: share the source's extents copy-on-write (btrfs, xfs, overlay on them)
+_no_reflink: set[int] = set()  # devices where the ioctl failed once: not tried again
+
+
+def _clone(src: Path, target: Path) -> None:
+    """A copy-on-write clone where the filesystem has them (nothing is shared that a later write
+    could change on both sides), else an in-kernel byte copy; permission bits kept, not times.
+    Never a hard link: the user's tree must stay untouchable, whatever a build does to its copy."""
+    fin = os.open(src, os.O_RDONLY)
+    try:
+        st = os.fstat(fin)
+        fout = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            cloned = False
+            if st.st_dev not in _no_reflink:
+                try:
+                    fcntl.ioctl(fout, _FICLONE, fin)
+                    cloned = True
+                except OSError:
+                    _no_reflink.add(st.st_dev)
+            if not cloned:
+                left = st.st_size
+                while left > 0:
+                    n = os.copy_file_range(fin, fout, left)
+                    if n == 0:
+                        break
+                    left -= n
+            os.fchmod(fout, st.st_mode & 0o7777)
+        finally:
+            os.close(fout)
+    finally:
+        os.close(fin)
+
+
 def copy_files(src: Path, dest: Path, files: list[str]) -> None:
     """Copy the listed files, preserving relative layout and permission bits (not times)."""
+    made: set[Path] = set()
     for rel in files:
         target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src / rel, target)
-        shutil.copymode(src / rel, target)
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        _clone(src / rel, target)
 
 
 def fresh_copy(src: Path, dest: Path, files: list[str]) -> None:

@@ -100,10 +100,48 @@ def parse_file(rel: str, data: bytes, macros: dict[str, Macro] | None = None) ->
     return index_tree(rel, language, tree, visible, own), tree
 
 
-def collect_macros(rel: str, tree) -> list[Macro]:
+def inactive_ranges(tree, defines: frozenset[str] | None) -> list[tuple[int, int]]:
+    """Byte ranges of `#ifdef`/`#ifndef` branches the build does not compile, given the names its
+    flags define (`-DNAME`) plus those `#define`d earlier in the file; None (flags unknown): none.
+
+    Only macro definitions are dropped from these ranges: a `SCALAR_VAL` shown to the agent must be
+    the double branch of a double build, not the first one in the file. `#if` expressions and
+    `#elif` chains are left alone (both sides stay visible, as before)."""
+    if defines is None:
+        return []
+    defined = set(defines)
+    out: list[tuple[int, int]] = []
+
+    def inside(node) -> bool:
+        return any(a <= node.start_byte < b for a, b in out)
+
+    for node in walk(tree.root_node, skip_bodies=True):  # pre-order: a #define is seen before what follows
+        if node.type in ("preproc_def", "preproc_function_def") and not inside(node):
+            name = node.child_by_field_name("name")
+            if name is not None:
+                defined.add(text(name))
+        elif node.type == "preproc_ifdef" and not inside(node):
+            name = node.child_by_field_name("name")
+            if name is None or not node.children:
+                continue
+            negated = node.children[0].type == "#ifndef"
+            taken = (text(name) in defined) != negated
+            alt = node.child_by_field_name("alternative")
+            if not taken:
+                out.append((name.end_byte, alt.start_byte if alt is not None else node.end_byte))
+            elif alt is not None and alt.type == "preproc_else":
+                out.append((alt.start_byte, alt.end_byte))
+    return out
+
+
+def _active(node, inactive: list[tuple[int, int]]) -> bool:
+    return not any(a <= node.start_byte < b for a, b in inactive)
+
+
+def collect_macros(rel: str, tree, inactive: list[tuple[int, int]] = ()) -> list[Macro]:  # type: ignore[assignment]
     out = []
     for node in walk(tree.root_node, skip_bodies=True):
-        if node.type != "preproc_function_def":
+        if node.type != "preproc_function_def" or not _active(node, inactive):
             continue
         params = node.child_by_field_name("parameters")
         value = node.child_by_field_name("value")
@@ -115,7 +153,8 @@ def collect_macros(rel: str, tree) -> list[Macro]:
     return out
 
 
-def index_tree(rel: str, language: str, tree, macros: dict[str, Macro], own: list[Macro] = ()) -> FileIndex:
+def index_tree(rel: str, language: str, tree, macros: dict[str, Macro], own: list[Macro] = (),
+               inactive: list[tuple[int, int]] = ()) -> FileIndex:  # type: ignore[assignment]
     functions: list[FunctionInfo] = []
     types: list[TypeInfo] = []
     globals_: list[GlobalInfo] = []
@@ -134,7 +173,7 @@ def index_tree(rel: str, language: str, tree, macros: dict[str, Macro], own: lis
             globals_.extend(_file_scope_variables(node, rel))
         elif kind in ("preproc_def", "preproc_function_def"):
             name = node.child_by_field_name("name")
-            if name is not None:
+            if name is not None and _active(node, inactive):
                 value = node.child_by_field_name("value")
                 globals_.append(
                     GlobalInfo(

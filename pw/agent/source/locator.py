@@ -147,7 +147,7 @@ def _expand_editable(root: Path, globs: list[str]) -> set[str]:
     return editable
 
 
-def _parse_tree(root: Path, hotspot_file: str, editable: list[str]) -> _Tree:
+def _parse_tree(root: Path, hotspot_file: str, editable: list[str], defines: frozenset[str] | None = None) -> _Tree:
     family = _family(hotspot_file)
     tree = _Tree(root=root, family=family, editable=_expand_editable(root, editable))
     files = _discover(root, family)
@@ -176,13 +176,16 @@ def _parse_tree(root: Path, hotspot_file: str, editable: list[str]) -> _Tree:
         return tree
     # C family: macros first (a header's AT(g, i, j) is used by the .c files), then the index.
     parsed = [(rel, data, *c_family.parse_tree(rel, data)) for rel, data in raw]
-    own = {rel: c_family.collect_macros(rel, syntax) for rel, _, _, syntax in parsed}
+    # Macro definitions in #ifdef branches the build's flags do not select are not the code compiled.
+    inactive = {rel: c_family.inactive_ranges(syntax, defines) for rel, _, _, syntax in parsed}
+    own = {rel: c_family.collect_macros(rel, syntax, inactive[rel]) for rel, _, _, syntax in parsed}
     visible: dict[str, Macro] = {}
     for rel in sorted(own):
         for macro in own[rel]:
             visible.setdefault(macro.name, macro)
     for rel, data, language, syntax in parsed:
-        index = c_family.index_tree(rel, language, syntax, {**visible, **{m.name: m for m in own[rel]}}, own[rel])
+        index = c_family.index_tree(rel, language, syntax, {**visible, **{m.name: m for m in own[rel]}}, own[rel],
+                                    inactive[rel])
         tree.add(rel, index, syntax, data.decode("utf-8", "replace"))
     return tree
 
@@ -758,11 +761,13 @@ def locate(
     max_slice_lines: int = MAX_SLICE_LINES,
     max_total_lines: int = MAX_TOTAL_LINES,
     max_siblings: int = MAX_SIBLINGS,
+    defines: frozenset[str] | None = None,
 ) -> SourceTargets:
     """Source targets and bounded slices for one measured hotspot function.
 
     `editable` are globs relative to `root`; `hotspot_file` is relative to `root`; `hot_lines` are
-    line numbers in that file that the profiler attributed time to.
+    line numbers in that file that the profiler attributed time to. `defines` are the macro names the
+    build's flags define (`-D`), when known: `#ifdef` branches are then shown as compiled.
     """
     root = Path(root)
     if max_slice_lines < 2 or max_total_lines < 2:
@@ -773,7 +778,7 @@ def locate(
     if not (root / hotspot_file).is_file():
         raise InputError(f"hotspot file {hotspot_file!r} does not exist under {root}")
     hot_lines = sorted(set(hot_lines or []))
-    tree = _parse_tree(root, hotspot_file, editable)
+    tree = _parse_tree(root, hotspot_file, editable, defines)
     hot = _find_hotspot(tree, hotspot_file, hotspot_function, hot_lines)
     focus = _focus(hot, hot_lines)
 
