@@ -160,8 +160,41 @@ class FaultRecorded(Payload, frozen=True):
     log_sha256: str | None = None
 
 
+class CampaignLook(msgspec.Struct, frozen=True):
+    """What the stopping rule said after `n_pairs` pairs of the campaign (all parts counted),
+    `elapsed_s` seconds into this part."""
+
+    n_pairs: int
+    elapsed_s: float
+    reason: Literal["continue", "faster", "slower", "same", "max_pairs", "max_time", "empty_interval"]
+
+
+class CampaignRecord(msgspec.Struct, frozen=True):
+    """The stopping rule of one part of an adaptive campaign (`pw.stats.adaptive`) and its looks.
+
+    `stop` is why the part ended: decided (faster/slower), margin (no effect within ±margin),
+    budget (max_pairs or max_time_s spent) or misfit (the interval became empty). `continues` is
+    the seq of the TimingRecorded whose campaign this part extends (`pw evaluate --more`); the
+    samples of a continuation hold its own pairs only, and `max_pairs` counts every part's pairs.
+    """
+
+    rule: str
+    min_effect: float
+    margin: float
+    confidence: float
+    min_pairs: int
+    max_pairs: int
+    max_time_s: float
+    look_every: int
+    prior_scale: float
+    looks: list[CampaignLook]
+    stop: Literal["decided", "margin", "budget", "misfit"]
+    continues: int | None = None
+
+
 class TimingRecorded(Payload, frozen=True):
-    """Raw timing samples. `order` is the recorded, seeded A/B order of each pair ('AB' or 'BA')."""
+    """Raw timing samples. `order` is the recorded, seeded A/B order of each pair ('AB' or 'BA');
+    `campaign` is set for an adaptive campaign (None: a fixed number of pairs)."""
 
     TYPE = "TimingRecorded"
     purpose: Literal["baseline-variance", "screening", "confirmation"]
@@ -174,6 +207,7 @@ class TimingRecorded(Payload, frozen=True):
     exploratory: bool
     conditions: dict[str, str]
     inputs_sha256: str = ""
+    campaign: CampaignRecord | None = None
 
 
 class RoutingDecided(Payload, frozen=True):

@@ -113,7 +113,9 @@ def _apply(state: RunState, env: Envelope) -> RunState:
             return _candidate(state, data.id, diff=data)
         case ev.CandidateEvaluated():
             cand = state.candidates[data.id]
-            return _candidate(state, data.id, evaluation=data, attempts=cand.attempts + 1)
+            # `pw evaluate --more` judges the same attempt again: still one attempt.
+            again = cand.evaluation is not None and cand.evaluation.attempt == data.attempt
+            return _candidate(state, data.id, evaluation=data, attempts=cand.attempts + (0 if again else 1))
         case ev.GatesEvaluated():
             return _candidate(state, data.id, gates=data)
         case ev.VerdictReached():

@@ -42,10 +42,13 @@ def run_pairs(
     scratch: Path,
     tool_versions: str,
     progress: Callable[[str], None] = lambda _m: None,
+    first: int = 0,
 ) -> CampaignResult:
     from pw.stats import interleaved_order
 
-    order = list(interleaved_order(pairs, seed))
+    # Pairs first..first+pairs-1 of the campaign's one seeded order (an adaptive campaign runs it block
+    # by block, and a continuation picks it up where it stopped).
+    order = list(interleaved_order(first + pairs, seed))[first:]
     base_bin_before = execute.binary_digest(baseline)
     cand_bin_before = execute.binary_digest(candidate)
     arms = {"A": baseline, "B": candidate}
@@ -54,16 +57,16 @@ def run_pairs(
     rss: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     side_effects: list[str] = []
     for i, pair in enumerate(order):
-        progress(f"pair {i + 1}/{pairs} ({pair})")
+        progress(f"pair {first + i + 1} ({pair})")
         for arm in pair:
             target = arms[arm]
-            out = execute.run_once(contract, target, scratch, tag=f"pair-{i}-{arm}")
+            out = execute.run_once(contract, target, scratch, tag=f"pair-{first + i}-{arm}")
             failure = execute.classify(out)
             if failure is not None or out.value is None:
                 message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
                 fault = ev.FaultRecorded(
                     stage=purpose, target=target.label, failure_class=failure or "launch-failed",
-                    message=f"pair {i + 1}: {message}",
+                    message=f"pair {first + i + 1}: {message}",
                 )
                 return CampaignResult(None, fault, side_effects)
             values[target.label].append(round(out.value, 9))

@@ -15,7 +15,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.errors import RejectedCommand, WorkloadError
-from pw.app import campaign
+from pw.app import campaign, timing_blocks
 from pw.app.run import RunHandle
 from pw.rules import judge
 from pw.workload import workspace
@@ -54,13 +54,17 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
             raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; evaluate it again first")
         target = candidate_target(handle, cid, ws, files)
         baseline = ensure_baseline_built(handle, state)
-        pairs = max(contract.sampling.pairs, 5)
+        # The same adaptive campaign as screening, with the stricter confirmation minimum.
+        low = max(timing_blocks.CONFIRMATION_MIN_PAIRS, contract.sampling.pairs)
+        params = timing_blocks.campaign_params(
+            contract.sampling, min_pairs=low, max_pairs=max(contract.sampling.max_pairs, low)
+        )
         scratch = handle.path / "scratch" / cid
-        progress(f"confirmation: {pairs} pairs")
-        result = campaign.run_pairs(
-            contract, baseline, target, pairs=pairs,
+        progress(f"confirmation: {params.min_pairs} to {params.max_pairs} pairs")
+        result = timing_blocks.run_adaptive(
+            contract, baseline, target, params,
             seed=campaign.campaign_seed(state.run.run_id, cid, cand.diff.attempt, f"confirmation-{state.head.seq}"),
-            purpose="confirmation", exploratory=False, host=state.run.host.hostname, scratch=scratch,
+            purpose="confirmation", host=state.run.host.hostname, scratch=scratch,
             tool_versions=tool_versions(state), progress=progress,
         )
         launched = True

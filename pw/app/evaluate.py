@@ -14,9 +14,9 @@ from pathlib import Path
 import msgspec
 
 from ledger import events as ev
-from ledger.errors import ToolError
+from ledger.errors import InputError, RejectedCommand, ToolError, WorkloadError
 from projections.materialize import write_atomic
-from pw.app import campaign
+from pw.app import campaign, timing_blocks
 from pw.app.run import RunHandle
 from pw.rules import candidates, judge
 from pw.workload import correctness, diffing, workspace
@@ -35,6 +35,9 @@ class EvaluateResult(msgspec.Struct, frozen=True):
     exploratory: bool
     patch: str
     repairs_left: int
+    n_pairs: int | None = None
+    stop: str | None = None  # an adaptive campaign's stop: decided, margin, budget or misfit
+    more_pairs: int | None = None  # after a spent budget: pairs the current variance suggests
 
 
 def candidate_target(handle: RunHandle, cid: str, ws: Path, files: list[str]) -> execute.Target:
@@ -74,11 +77,19 @@ def ensure_baseline_built(handle: RunHandle, state) -> execute.Target:
     return target
 
 
-def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lambda _m: None) -> EvaluateResult:
+def evaluate(
+    handle: RunHandle,
+    cid: str,
+    progress: Callable[[str], None] = lambda _m: None,
+    *,
+    max_pairs: int | None = None,
+    max_time_s: float | None = None,
+) -> EvaluateResult:
     state = handle.state()
     cand, attempt = candidates.decide_evaluate(state, cid)
     run = state.run
     contract = run.contract
+    params = timing_blocks.campaign_params(contract.sampling, max_pairs=max_pairs, max_time_s=max_time_s)
     scratch = handle.path / "scratch" / cid
     ws = handle.path / cand.prepared.workspace
     files = workspace.source_files(ws)
@@ -95,7 +106,12 @@ def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lamb
 
     exploratory = contract.sampling.mode == "winner-confirmation"
     if not refused:
-        state = _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, progress)
+        state = _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, params, progress)
+    return _judged(handle, state, cid, attempt, scratch, progress)
+
+
+def _judged(handle: RunHandle, state, cid: str, attempt: int, scratch: Path, progress) -> EvaluateResult:
+    run = state.run
     progress("gates")
     batch = judge.judge_candidate(handle, cid)
     state = handle.record(state, batch)
@@ -110,10 +126,101 @@ def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lamb
         speedup=verdict.speedup, interval=verdict.interval, gates=gates.gates if gates else [],
         exploratory=verdict.exploratory,
         patch=str(handle.path / "variants" / f"{cid}.patch"), repairs_left=repairs_left,
+        **_campaign_fields(state.candidates[cid].evaluation),
     )
 
 
-def _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, progress):
+def _campaign_fields(evaluation) -> dict:
+    analysis = (evaluation.analysis if evaluation is not None else None) or {}
+    c = analysis.get("campaign") or {}
+    return {"n_pairs": analysis.get("n_pairs"), "stop": c.get("stop"), "more_pairs": c.get("more_pairs")}
+
+
+def more(
+    handle: RunHandle,
+    cid: str,
+    pairs: int | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
+    *,
+    max_time_s: float | None = None,
+) -> EvaluateResult:
+    """`pw evaluate RUN ID --more [N]`: continue the candidate's inconclusive campaign by up to N pairs.
+
+    The new pairs follow the same seeded order, are recorded as a part that continues the last
+    one, and the whole campaign is judged again: the anytime-valid interval stays valid however
+    many times a campaign is continued.
+    """
+    from pw.rules import stopping
+
+    state = handle.state()
+    cand, seq, timing = _continuable(handle, state, cid)
+    contract = state.run.contract
+    done = len(timing.samples["baseline"])
+    record = timing.campaign
+    if pairs is None:
+        suggested = (cand.evaluation.analysis or {}).get("campaign", {}).get("more_pairs") if cand.evaluation else None
+        pairs = min(suggested or contract.sampling.max_pairs, contract.sampling.max_pairs)
+    if pairs < 1:
+        raise InputError(f"--more {pairs}: expected a number of pairs >= 1")
+    params = msgspec.structs.replace(
+        stopping.params_of(record), max_pairs=done + pairs,
+        max_time_s=float(contract.sampling.max_time_s if max_time_s is None else max_time_s),
+    )
+    if not params.max_time_s > 0:
+        raise InputError(f"--max-time {max_time_s!r}: expected a number of seconds > 0")
+    ws = handle.path / cand.prepared.workspace
+    files = workspace.source_files(ws)
+    if workspace.tree_digest(ws, files) != cand.diff.source_sha256:
+        raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; its campaign cannot be continued")
+    target = candidate_target(handle, cid, ws, files)
+    if execute.binary_digest(target) != timing.conditions.get("candidate_binary_after"):
+        raise RejectedCommand(f"candidate {cid!r}: its build tree no longer holds the binary that was timed")
+    baseline = ensure_baseline_built(handle, state)
+    scratch = handle.path / "scratch" / cid
+    result = timing_blocks.run_adaptive(
+        contract, baseline, target, params, seed=timing.seed, purpose=timing.purpose,
+        host=state.run.host.hostname, scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+        earlier=timing, continues=seq,
+    )
+    if result.failure is not None:
+        handle.record(state, [result.failure])
+        raise WorkloadError(
+            f"continuing the campaign of {cid!r} failed: {result.failure.failure_class}: {result.failure.message}",
+            failure_class=result.failure.failure_class,
+        )
+    state = handle.record(state, [result.timing])
+    return _judged(handle, state, cid, cand.diff.attempt, scratch, progress)
+
+
+def _continuable(handle: RunHandle, state, cid: str):
+    """The candidate, and the seq and merged parts of its campaign, when `--more` may continue it."""
+    from pw.rules import stopping
+    from pw.rules.candidates import check_id
+
+    check_id(cid)
+    cand = state.candidates.get(cid)
+    if cand is None or cand.verdict is None or cand.diff is None:
+        raise RejectedCommand(f"candidate {cid!r} has no evaluation to continue; run `pw evaluate {handle.path} {cid}`")
+    if cand.verdict.status != "inconclusive":
+        raise RejectedCommand(
+            f"candidate {cid!r} is {cand.verdict.status}, not inconclusive: --more only continues a campaign "
+            "whose budget ran out"
+        )
+    items = [(e.seq, e.data) for e in handle.ledger.events()]
+    last = None
+    for s, d in items:
+        if isinstance(d, ev.CandidateDiffRecorded) and d.id == cid:
+            last = None
+        elif isinstance(d, ev.TimingRecorded) and cid in d.targets:
+            last = (s, d)
+    if last is None or last[1].campaign is None or last[1].campaign.stop != "budget":
+        raise RejectedCommand(
+            f"candidate {cid!r}: its last attempt has no adaptive campaign that ran out of budget to continue"
+        )
+    return cand, last[0], stopping.merged_timing(items, *last)
+
+
+def _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, params, progress):
     contract = state.run.contract
     target = candidate_target(handle, cid, ws, files)
     progress("build")
@@ -130,14 +237,18 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     if not oracle.event.passed:
         return state
     baseline = ensure_baseline_built(handle, state)
-    pairs = 1 if exploratory else contract.sampling.pairs
-    progress(f"timing {pairs} pair(s)")
-    result = campaign.run_pairs(
-        contract, baseline, target, pairs=pairs,
-        seed=campaign.campaign_seed(state.run.run_id, cid, attempt, "screening"),
-        purpose="screening", exploratory=exploratory, host=state.run.host.hostname,
-        scratch=scratch, tool_versions=tool_versions(state), progress=progress,
-    )
+    seed = campaign.campaign_seed(state.run.run_id, cid, attempt, "screening")
+    if exploratory:  # winner-confirmation: one exploratory pair per candidate, the campaign comes at confirm
+        progress("timing 1 exploratory pair")
+        result = campaign.run_pairs(
+            contract, baseline, target, pairs=1, seed=seed, purpose="screening", exploratory=True,
+            host=state.run.host.hostname, scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+        )
+    else:
+        result = timing_blocks.run_adaptive(
+            contract, baseline, target, params, seed=seed, purpose="screening", host=state.run.host.hostname,
+            scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+        )
     if result.failure is not None:
         return handle.record(state, [result.failure])
     state = handle.record(state, [result.timing])

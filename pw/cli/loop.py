@@ -40,11 +40,21 @@ def _gate_line(gates) -> str:
 
 
 def evaluate(args) -> int:
+    from ledger.errors import UsageError
     from pw.app.evaluate import evaluate as do_evaluate
+    from pw.app.evaluate import more as do_more
 
+    if args.more is not None and args.max_pairs is not None:
+        raise UsageError("give --more N or --max-pairs N, not both (--more sets the new pair budget)")
+    if args.max_pairs is not None and args.max_pairs < 5:
+        raise UsageError(f"--max-pairs {args.max_pairs}: expected at least 5 pairs")
     handle = _handle(args.run)
     with progress_reporter(not args.json) as progress:
-        result = do_evaluate(handle, args.id, progress)
+        if args.more is not None:
+            pairs = None if args.more == -1 else args.more
+            result = do_more(handle, args.id, pairs, progress, max_time_s=args.max_time)
+        else:
+            result = do_evaluate(handle, args.id, progress, max_pairs=args.max_pairs, max_time_s=args.max_time)
     if args.json:
         print_json(to_builtins(result) | {"run_dir": str(handle.path)})
     else:
@@ -53,11 +63,24 @@ def evaluate(args) -> int:
         lines += [f"  {r}" for r in result.reasons]
         if result.gates:
             lines.append(f"  gates: {_gate_line(result.gates)}")
+        if result.stop:
+            lines.append(f"  campaign: {result.n_pairs} pairs, stopped: {_STOPS.get(result.stop, result.stop)}")
         lines.append(f"  patch: {result.patch}")
         if result.repairable and result.repairs_left:
             lines.append(f"  repairs left: {result.repairs_left} (edit the workspace and evaluate again)")
+        if result.status == "inconclusive" and result.stop == "budget":
+            more = f" {result.more_pairs}" if result.more_pairs else ""
+            lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}")
         print_text("\n".join(lines))
     return 0 if result.status == "verified" else 1
+
+
+_STOPS = {
+    "decided": "decided (the interval cleared the minimum effect)",
+    "margin": "no effect (the interval lies within the margin)",
+    "budget": "budget spent before the interval decided",
+    "misfit": "the running interval became empty (drifting timings)",
+}
 
 
 def confirm(args) -> int:

@@ -18,6 +18,7 @@ from ledger.evidence import EvidenceStore
 from ledger.metrics import metric as metric_spec
 from ledger.profile import decode_profile
 from pw.rules import gates as g
+from pw.rules import stopping
 from pw.rules.verdict import reach_verdict
 
 
@@ -70,7 +71,12 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
         result = analyze_pairs(base, cand, order=list(timing.order), seed=timing.seed)
     except StatsInputError:
         return None
-    return msgspec.to_builtins(result)
+    out = msgspec.to_builtins(result)
+    if timing.campaign is not None and not suffix:  # an adaptive campaign: its stopping rule decides
+        from pw.stats import log_ratios
+
+        out = stopping.with_campaign(out, timing.campaign, log_ratios(base, cand))
+    return out
 
 
 def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore) -> Judgement:
@@ -88,6 +94,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
     build = mine(ev.BuildFinished, target=cid)
     oracle = mine(ev.OracleChecked, target=cid)
     timing = _latest(attempt_items, lambda d: isinstance(d, ev.TimingRecorded) and cid in d.targets)
+    if timing is not None:  # every part of an adaptive campaign, as one
+        timing = (timing[0], stopping.merged_timing(items, *timing))
     cand_prof = mine(ev.ProfileNormalized, target=cid)
     base_build = _latest(items, lambda d: isinstance(d, ev.BuildFinished) and d.target == "baseline")
     hot = _latest(items, lambda d: isinstance(d, ev.HotspotSelected))

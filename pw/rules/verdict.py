@@ -62,6 +62,21 @@ def _summary(a: dict[str, Any]) -> str:
             f"over {a.get('n_pairs')} pairs")
 
 
+def _undecided(verdict: str | None, campaign: dict[str, Any]) -> str:
+    """Why an interval did not decide: the verdict alone, or the budget an adaptive campaign spent
+    and how many more pairs its current variance suggests (``pw evaluate --more``)."""
+    if not campaign:
+        return f"verdict {verdict}"
+    if campaign.get("stop") == "misfit":
+        return "the running interval became empty (the timings drift or do not fit the model)"
+    spent = (f"time budget of {campaign['max_time_s']:g} s spent" if campaign.get("reason") == "max_time"
+             else f"budget of {campaign['max_pairs']} pairs spent")
+    more = campaign.get("more_pairs")
+    hint = (f"about {more} more pairs at the current variance would decide (--more {more})" if more
+            else "no number of pairs at the current mean would decide")
+    return f"{spent}; {hint}"
+
+
 def reach_verdict(
     gates: Sequence[GateResult],
     analysis: dict[str, Any] | msgspec.Struct | None,
@@ -99,10 +114,13 @@ def reach_verdict(
     verdict = a.get("verdict")
     if verdict == "SLOWER":
         return Verdict("rejected", [f"{SLOWER} {_summary(a)}"])
+    campaign = a.get("campaign") or {}
     if verdict == "SAME":
+        if campaign:
+            return Verdict("rejected", [f"{NO_EFFECT} speedup within ±{campaign['margin']:.0%} ({_summary(a)})"])
         return Verdict("rejected", [f"{NO_EFFECT} {_summary(a)}, within the minimum effect"])
     if verdict != "FASTER":
-        return Verdict("inconclusive", [f"{INCONCLUSIVE} {_summary(a)}, verdict {verdict}"])
+        return Verdict("inconclusive", [f"{INCONCLUSIVE} {_summary(a)}, {_undecided(verdict, campaign)}"])
     if exploratory and n < min_pairs:
         return Verdict("inconclusive", [f"{INCONCLUSIVE} exploratory campaign, {n} pairs < {min_pairs}"])
 
