@@ -72,8 +72,13 @@ def _undecided(verdict: str | None, campaign: dict[str, Any]) -> str:
     spent = (f"time budget of {campaign['max_time_s']:g} s spent" if campaign.get("reason") == "max_time"
              else f"budget of {campaign['max_pairs']} pairs spent")
     more = campaign.get("more_pairs")
-    hint = (f"about {more} more pairs at the current variance would decide (--more {more})" if more
-            else "no number of pairs at the current mean would decide")
+    if not more:
+        hint = "no number of pairs at the current mean would decide"
+    elif more > 4 * campaign["max_pairs"]:  # the noise, not the budget, is the problem
+        hint = (f"about {more} more pairs at the current variance would decide: lower the timing noise "
+                "first (a quiet machine, a longer-running input)")
+    else:
+        hint = f"about {more} more pairs at the current variance would decide (--more {more})"
     return f"{spent}; {hint}"
 
 
