@@ -49,7 +49,7 @@ def evaluate(args) -> int:
     if args.max_pairs is not None and args.max_pairs < 5:
         raise UsageError(f"--max-pairs {args.max_pairs}: expected at least 5 pairs")
     handle = _handle(args.run)
-    with progress_reporter(not args.json) as progress:
+    with progress_reporter(not args.json, "evaluate") as progress:
         if args.more is not None:
             pairs = None if args.more == -1 else args.more
             result = do_more(handle, args.id, pairs, progress, max_time_s=args.max_time)
