@@ -357,6 +357,9 @@ class VerdictReached(Payload, frozen=True):
     speedup: float | None
     interval: list[float] | None
     exploratory: bool = False
+    # What `speedup` is measured against: "baseline", or the parent a chained candidate was timed
+    # against (then `speedup` is the step; the cumulative one is the product along the chain).
+    reference: str = "baseline"
 
 
 class WinnerConfirmed(Payload, frozen=True):
@@ -368,6 +371,7 @@ class WinnerConfirmed(Payload, frozen=True):
     speedup: float | None
     interval: list[float] | None
     timing_seq: int | None
+    reference: str = "baseline"  # as in VerdictReached
 
 
 class StageCompleted(Payload, frozen=True):

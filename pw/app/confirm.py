@@ -46,14 +46,14 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
     needs_campaign = fresh or contract.sampling.mode == "winner-confirmation"
     launched = False
     if needs_campaign:
-        from pw.app.evaluate import candidate_target, ensure_baseline_built, reprofile, tool_versions
+        from pw.app.evaluate import candidate_target, reference_target, reprofile, tool_versions
 
         ws = handle.path / cand.prepared.workspace
         files = workspace.source_files(ws)
         if workspace.tree_digest(ws, files) != cand.diff.source_sha256:
             raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; evaluate it again first")
         target = candidate_target(handle, cid, ws, files)
-        baseline = ensure_baseline_built(handle, state)
+        baseline = reference_target(handle, state, cand)
         # The same adaptive campaign as screening, with the stricter confirmation minimum.
         low = max(timing_blocks.CONFIRMATION_MIN_PAIRS, contract.sampling.pairs)
         params = timing_blocks.campaign_params(
@@ -84,6 +84,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
     confirmed = ev.WinnerConfirmed(
         id=cid, fresh=needs_campaign, status=j.verdict.status, reasons=j.verdict.reasons,
         speedup=j.verdict.speedup, interval=j.verdict.interval, timing_seq=j.evaluated.timing_seq,
+        reference=j.verdict.reference,
     )
     batch: list[ev.Payload] = [confirmed]
     if needs_campaign:  # the fresh evidence gets its own gate record, so audit can recompute it

@@ -38,6 +38,9 @@ class EvaluateResult(msgspec.Struct, frozen=True):
     n_pairs: int | None = None
     stop: str | None = None  # an adaptive campaign's stop: decided, margin, budget or misfit
     more_pairs: int | None = None  # after a spent budget: pairs the current variance suggests
+    reference: str = "baseline"  # what `speedup` is over: the baseline, or a chained candidate's parent
+    cumulative: float | None = None  # over the baseline, along the chain (interval approximate)
+    cumulative_interval: list[float] | None = None
 
 
 def candidate_target(handle: RunHandle, cid: str, ws: Path, files: list[str]) -> execute.Target:
@@ -74,6 +77,28 @@ def ensure_baseline_built(handle: RunHandle, state) -> execute.Target:
         rebuilt = execute.build(state.run.contract, target, handle.evidence, handle.logs)
         if rebuilt.binary_sha256 != recorded:
             raise ToolError("the baseline build tree was missing and a rebuild does not hash the same; start a new run")
+    return target
+
+
+def reference_target(handle: RunHandle, state, cand) -> execute.Target:
+    """What a candidate is timed against: the baseline, or for a chained candidate (parent not the
+    baseline) its parent's build, reused when its tree still hashes to what was built, rebuilt
+    from the parent's workspace otherwise (and refused if the rebuild hashes differently)."""
+    parent = cand.prepared.resolved_parent
+    if parent == "baseline":
+        return ensure_baseline_built(handle, state)
+    built = state.builds.get(parent)
+    if built is None or built.outcome != "ok":
+        raise RejectedCommand(f"parent {parent!r} has no successful build to time against; evaluate it first")
+    pc = state.candidates[parent]
+    ws = handle.path / pc.prepared.workspace
+    target = candidate_target(handle, parent, ws, workspace.source_files(ws))
+    if target.build_dir.is_dir() and execute.binary_digest(target) == built.binary_sha256:
+        return target
+    rebuilt = execute.build(state.run.contract, target, handle.evidence, handle.logs)
+    if rebuilt.binary_sha256 != built.binary_sha256:
+        raise ToolError(f"the build tree of parent {parent!r} changed and a rebuild does not hash the same; "
+                        "prepare the candidate on another parent")
     return target
 
 
@@ -126,8 +151,19 @@ def _judged(handle: RunHandle, state, cid: str, attempt: int, scratch: Path, pro
         speedup=verdict.speedup, interval=verdict.interval, gates=gates.gates if gates else [],
         exploratory=verdict.exploratory,
         patch=str(handle.path / "variants" / f"{cid}.patch"), repairs_left=repairs_left,
-        **_campaign_fields(state.candidates[cid].evaluation),
+        **_campaign_fields(state.candidates[cid].evaluation), **_cumulative_fields(state, cid),
     )
+
+
+def _cumulative_fields(state, cid: str) -> dict:
+    from projections.state import cumulative
+
+    cum = cumulative(state, cid)
+    return {
+        "reference": state.candidates[cid].verdict.reference,
+        "cumulative": cum.speedup if cum else None,
+        "cumulative_interval": cum.interval if cum else None,
+    }
 
 
 def _campaign_fields(evaluation) -> dict:
@@ -155,7 +191,7 @@ def more(
     state = handle.state()
     cand, seq, timing = _continuable(handle, state, cid)
     contract = state.run.contract
-    done = len(timing.samples["baseline"])
+    done = len(timing.samples[timing.targets[0]])
     record = timing.campaign
     if pairs is None:
         suggested = (cand.evaluation.analysis or {}).get("campaign", {}).get("more_pairs") if cand.evaluation else None
@@ -175,7 +211,7 @@ def more(
     target = candidate_target(handle, cid, ws, files)
     if execute.binary_digest(target) != timing.conditions.get("candidate_binary_after"):
         raise RejectedCommand(f"candidate {cid!r}: its build tree no longer holds the binary that was timed")
-    baseline = ensure_baseline_built(handle, state)
+    baseline = reference_target(handle, state, cand)
     scratch = handle.path / "scratch" / cid
     result = timing_blocks.run_adaptive(
         contract, baseline, target, params, seed=timing.seed, purpose=timing.purpose,
@@ -211,7 +247,7 @@ def _continuable(handle: RunHandle, state, cid: str):
     for s, d in items:
         if isinstance(d, ev.CandidateDiffRecorded) and d.id == cid:
             last = None
-        elif isinstance(d, ev.TimingRecorded) and cid in d.targets:
+        elif isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid:
             last = (s, d)
     if last is None or last[1].campaign is None or last[1].campaign.stop != "budget":
         raise RejectedCommand(
@@ -236,7 +272,7 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     state = handle.record(state, [oracle.event] + ([oracle.fault] if oracle.fault else []))
     if not oracle.event.passed:
         return state
-    baseline = ensure_baseline_built(handle, state)
+    baseline = reference_target(handle, state, state.candidates[cid])
     seed = campaign.campaign_seed(state.run.run_id, cid, attempt, "screening")
     if exploratory:  # winner-confirmation: one exploratory pair per candidate, the campaign comes at confirm
         progress("timing 1 exploratory pair")

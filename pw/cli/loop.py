@@ -59,7 +59,13 @@ def evaluate(args) -> int:
         print_json(to_builtins(result) | {"run_dir": str(handle.path)})
     else:
         speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
-        lines = [f"{result.id} attempt {result.attempt}: {result.status} (speedup {speed})"]
+        if result.reference != "baseline":
+            cum = (f"{result.cumulative:.3f}x [{result.cumulative_interval[0]:.3f}, {result.cumulative_interval[1]:.3f}]"
+                   if result.cumulative and result.cumulative_interval else "-")
+            speed = f"step {speed} vs {result.reference}; cumulative {cum} vs baseline, approx."
+        else:
+            speed = f"speedup {speed}"
+        lines = [f"{result.id} attempt {result.attempt}: {result.status} ({speed})"]
         lines += [f"  {r}" for r in result.reasons]
         if result.gates:
             lines.append(f"  gates: {_gate_line(result.gates)}")

@@ -46,12 +46,16 @@ def check_id(cid: str) -> None:
 
 
 def best_verified(state: RunState) -> str | None:
-    """The verified candidate with the largest speedup, or None."""
+    """The verified candidate with the largest speedup over the baseline (cumulative along its
+    chain of parents), or None."""
+    from projections.state import cumulative
+
     best, best_speedup = None, 0.0
     for cid, cand in sorted(state.candidates.items()):
         v = cand.confirmation or cand.verdict
-        if v is not None and v.status == "verified" and (v.speedup or 0.0) > best_speedup:
-            best, best_speedup = cid, v.speedup or 0.0
+        cum = cumulative(state, cid) if v is not None and v.status == "verified" else None
+        if cum is not None and cum.speedup > best_speedup:
+            best, best_speedup = cid, cum.speedup
     return best
 
 

@@ -65,7 +65,7 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
     """The paired analysis of one campaign, as recorded plain data (None below two pairs)."""
     from pw.stats import StatsInputError, analyze_pairs
 
-    base = timing.samples.get("baseline" + suffix, [])
+    base = timing.samples.get(timing.targets[0] + suffix, [])  # the reference: baseline, or the parent
     cand = timing.samples.get(cid + suffix, [])
     try:
         result = analyze_pairs(base, cand, order=list(timing.order), seed=timing.seed)
@@ -93,16 +93,18 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
 
     build = mine(ev.BuildFinished, target=cid)
     oracle = mine(ev.OracleChecked, target=cid)
-    timing = _latest(attempt_items, lambda d: isinstance(d, ev.TimingRecorded) and cid in d.targets)
+    timing = _latest(attempt_items, lambda d: isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid)
     if timing is not None:  # every part of an adaptive campaign, as one
         timing = (timing[0], stopping.merged_timing(items, *timing))
     cand_prof = mine(ev.ProfileNormalized, target=cid)
-    base_build = _latest(items, lambda d: isinstance(d, ev.BuildFinished) and d.target == "baseline")
+    # A chained candidate is timed against its parent: the parent's build and profile are the reference.
+    ref = timing[1].targets[0] if timing else "baseline"
+    base_build = _latest(items, lambda d: isinstance(d, ev.BuildFinished) and d.target == ref and d.outcome == "ok")
     hot = _latest(items, lambda d: isinstance(d, ev.HotspotSelected))
     base_prof = None
     if cand_prof is not None:
         base_prof = _latest(
-            items, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == "baseline"
+            items, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == ref
             and d.adapter == cand_prof[1].adapter
         )
 
@@ -178,7 +180,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         profile_diff=profile_diff,
         adapter=adapter,
         wall_analysis=wall,
-        peak_rss_kb_baseline=list(timing[1].samples.get("baseline:max_rss_kb", [])) if timing else [],
+        peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],
         repro=g.Repro(
             command=list(contract.run.argv), build_sha256=build[1].binary_sha256 if build else None,
@@ -216,7 +218,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
                                 rules=g.GATE_RULES),
         verdict=ev.VerdictReached(
             id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
-            speedup=speedup, interval=interval, exploratory=inputs.exploratory,
+            speedup=speedup, interval=interval, exploratory=inputs.exploratory, reference=ref,
         ),
         profile_diff=diff_bytes,
     )

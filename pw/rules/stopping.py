@@ -140,13 +140,13 @@ def stop_divergence(seq: int, timing: ev.TimingRecorded, timings: dict[int, ev.T
         return f"event seq {seq}: its campaign continues seq {record.continues}, which is no campaign part"
     earlier = merge([t for _, t in parts[:-1]]) if len(parts) > 1 else None
     whole = merge([t for _, t in parts])
-    cid = next((t for t in timing.targets if t != "baseline"), "")
+    ref, cid = timing.targets[0], timing.targets[-1]
     if record.rule != CAMPAIGN_RULE:
         return f"event seq {seq}: campaign rule {record.rule!r} is not this ProfileWeaver's {CAMPAIGN_RULE!r}"
     try:
-        d = log_ratios(whole.samples.get("baseline", []), whole.samples.get(cid, []))
+        d = log_ratios(whole.samples.get(ref, []), whole.samples.get(cid, []))
         looks = [RecordedLook(n_pairs=lk.n_pairs, elapsed_s=lk.elapsed_s, reason=lk.reason) for lk in record.looks]
-        start = len(earlier.samples.get("baseline", [])) if earlier is not None else 0
+        start = len(earlier.samples.get(ref, [])) if earlier is not None else 0
         problem = replay_looks(d, looks, params_of(record), start)
         if problem is None:
             kind = campaign_look(d, params_of(record), looks[-1].elapsed_s).kind
