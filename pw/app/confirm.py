@@ -30,6 +30,7 @@ class ConfirmResult(msgspec.Struct, frozen=True):
     speedup: float | None
     interval: list[float] | None
     gates: list[ev.GateResult]
+    reprofiled: bool = False  # captured the reprofile that `profiling.cadence: winner-only` deferred
 
 
 def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str], None] = lambda _m: None) -> ConfirmResult:
@@ -78,6 +79,12 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         else:
             state = handle.record(state, [result.timing])
             state = reprofile(handle, state, target, progress)
+    reprofiled = False
+    if not needs_campaign and not any(p.target == cid for p in state.profiles.values()):
+        # `profiling.cadence: winner-only` deferred the reprofile to here: capture it now (the timing
+        # samples are reused), instead of judging the mechanism gate without one.
+        state = _deferred_reprofile(handle, state, cid, cand, progress)
+        reprofiled = True
     j = judge.judge_events(handle.ledger.events(), cid, handle.evidence)
     if j.profile_diff is not None:
         handle.evidence.put(j.profile_diff)
@@ -87,10 +94,26 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         reference=j.verdict.reference,
     )
     batch: list[ev.Payload] = [confirmed]
-    if needs_campaign:  # the fresh evidence gets its own gate record, so audit can recompute it
+    if needs_campaign or reprofiled:  # new evidence gets its own gate record, so audit can recompute it
         batch = [j.gates, confirmed]
     state = handle.record(state, batch)
     return ConfirmResult(
         id=cid, fresh=needs_campaign, launched=launched, status=confirmed.status, reasons=confirmed.reasons,
-        speedup=confirmed.speedup, interval=confirmed.interval, gates=j.gates.gates,
+        speedup=confirmed.speedup, interval=confirmed.interval, gates=j.gates.gates, reprofiled=reprofiled,
     )
+
+
+def _deferred_reprofile(handle: RunHandle, state, cid: str, cand, progress):
+    from pw.app.evaluate import candidate_target, reprofile
+    from pw.workload import steps as execute
+
+    ws = handle.path / cand.prepared.workspace
+    files = workspace.source_files(ws)
+    if workspace.tree_digest(ws, files) != cand.diff.source_sha256:
+        raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; evaluate it again first")
+    target = candidate_target(handle, cid, ws, files)
+    built = state.builds.get(cid)
+    if built is None or built.outcome != "ok" or execute.binary_digest(target) != built.binary_sha256:
+        raise RejectedCommand(f"candidate {cid!r}: its build tree no longer holds the binary that was timed")
+    progress("capturing the reprofile deferred by profiling.cadence winner-only")
+    return reprofile(handle, state, target, progress)

@@ -99,7 +99,9 @@ def confirm(args) -> int:
         print_json(to_builtins(result) | {"run_dir": str(handle.path)})
     else:
         speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
-        how = "fresh campaign" if result.launched else "reused the samples and reprofile already collected"
+        how = ("fresh campaign" if result.launched
+               else "reused the timing samples; captured the reprofile that cadence winner-only deferred"
+               if result.reprofiled else "reused the samples and reprofile already collected")
         lines = [f"{result.id}: {result.status} (speedup {speed}; {how})", f"  gates: {_gate_line(result.gates)}"]
         lines += [f"  {r}" for r in result.reasons]
         lines.append(f"next: pw report {handle.path}")
@@ -108,11 +110,13 @@ def confirm(args) -> int:
 
 
 def status(args) -> int:
-    from pw.rules.candidates import best_verified
+    from pw.rules.candidates import best_verified, screening_ranking
 
     handle = _handle(args.run)
     state = handle.state()
     best = best_verified(state)
+    ranking = screening_ranking(state)
+    to_confirm = ranking[0][0] if ranking else None
     rows = []
     for cid, cand in sorted(state.candidates.items(), key=lambda kv: kv[1].prepared_seq):
         v = cand.confirmation or cand.verdict
@@ -126,9 +130,12 @@ def status(args) -> int:
             "gates": {g.name: g.passed for g in cand.gates.gates} if cand.gates else {},
             "kept": cid == best,
             "attempts": cand.attempts,
+            "exploratory": bool(cand.verdict and cand.verdict.exploratory and cand.confirmation is None),
         })
     if args.json:
-        print_json({"run_dir": str(handle.path), "best": best, "candidates": rows})
+        print_json({"run_dir": str(handle.path), "best": best, "to_confirm": to_confirm,
+                    "screening_ranking": [{"id": c, "one_pair_estimate": s} for c, s in ranking],
+                    "candidates": rows})
         return 0
     from rich.table import Table
 
@@ -139,7 +146,12 @@ def status(args) -> int:
         table.add_column(col, overflow="fold")
     for r in rows:
         ci = f"{r['speedup']:.3f}x [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}]" if r["interval"] else "-"
+        if r["exploratory"] and r["speedup"] is not None:
+            ci = f"{r['speedup']:.3f}x (one pair, exploratory)"
         gates = "".join("✓" if ok else "✗" for ok in r["gates"].values()) or "-"
         table.add_row(r["id"], r["parent"], r["mechanism"], ci, gates, r["status"], "kept" if r["kept"] else "reverted")
     console().print(table)
+    if to_confirm:
+        console().print(f"next: pw confirm {handle.path} {to_confirm}   (best one-pair screening estimate, "
+                        f"{ranking[0][1]:.3f}x; screening ranks, confirmation decides)")
     return 0

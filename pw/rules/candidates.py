@@ -59,6 +59,18 @@ def best_verified(state: RunState) -> str | None:
     return best
 
 
+def screening_ranking(state: RunState) -> list[tuple[str, float]]:
+    """winner-confirmation mode: the screened, correct, unconfirmed candidates by their one-pair
+    estimate, best first (an exploratory ranking, never a verdict)."""
+    ranked = []
+    for cid, cand in state.candidates.items():
+        v = cand.verdict
+        if (v is not None and v.exploratory and v.status == "inconclusive" and cand.confirmation is None
+                and v.speedup is not None):
+            ranked.append((cid, v.speedup))
+    return sorted(ranked, key=lambda kv: (-kv[1], kv[0]))
+
+
 def resolve_parent(state: RunState, parent: str, pending: dict[str, CandidateSpec]) -> str:
     if parent == "baseline":
         return "baseline"

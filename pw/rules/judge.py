@@ -79,6 +79,14 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
     return out
 
 
+def _one_pair_estimate(timing: ev.TimingRecorded, cid: str) -> float | None:
+    base = timing.samples.get(timing.targets[0], [])
+    cand = timing.samples.get(cid, [])
+    if len(base) != 1 or len(cand) != 1 or cand[0] <= 0:
+        return None
+    return round(base[0] / cand[0], 6)
+
+
 def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore) -> Judgement:
     items = [(e.seq, e.data) for e in envelopes]
     run_seq, run = _latest(items, lambda d: isinstance(d, ev.RunStarted))
@@ -195,6 +203,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         timing_fault = fault[1] if fault is not None else None
     verdict = reach_verdict(
         gate_results, analysis, refused_edits=list(diff.refused),
+        screening_estimate=_one_pair_estimate(timing[1], cid) if timing and inputs.exploratory else None,
         build_ok=None if build is None else build[1].outcome == "ok",
         oracle_passed=None if oracle is None else oracle[1].passed,
         exploratory=inputs.exploratory,
@@ -205,6 +214,9 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
     if analysis is not None:
         speedup = round(analysis["speedup"], 6)
         interval = [round(analysis["interval"]["low"], 6), round(analysis["interval"]["high"], 6)]
+    elif timing is not None and inputs.exploratory:
+        # winner-confirmation screening: one pair, no interval; its ratio only ranks the candidates
+        speedup = _one_pair_estimate(timing[1], cid)
     attempt = diff.attempt
     return Judgement(
         evaluated=ev.CandidateEvaluated(

@@ -92,6 +92,7 @@ def reach_verdict(
     exploratory: bool,
     min_pairs: int = DEFAULT_MIN_PAIRS,
     timing_fault: FaultRecorded | None = None,
+    screening_estimate: float | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
@@ -113,6 +114,10 @@ def reach_verdict(
     if failures:
         return Verdict("rejected", [reason for reason, _ in failures], any(fixable for _, fixable in failures))
 
+    if a is None and exploratory and screening_estimate is not None:
+        return Verdict("inconclusive", [
+            f"{INCONCLUSIVE} exploratory screening: one pair gives {screening_estimate:.3g}x (no interval, "
+            "not a verdict); it ranks the candidates, `pw confirm` the top one"])
     if a is None:
         return Verdict("inconclusive", [f"{INCONCLUSIVE} no timing analysis"])
     n = int(a.get("n_pairs") or 0)
