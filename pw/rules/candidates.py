@@ -123,8 +123,8 @@ def decide_evaluate(state: RunState, cid: str) -> tuple[CandidateState, int]:
     if cand.verdict is not None:
         if cand.verdict.status == "inconclusive" and not cand.verdict.repairable:
             raise RejectedCommand(
-                f"candidate {cid!r} is inconclusive; `pw evaluate RUN {cid} --more [N]` continues its timing "
-                "campaign with N more pairs"
+                f"candidate {cid!r} already has a verdict (inconclusive); `pw evaluate RUN {cid} --more [N]` "
+                "continues its timing campaign with N more pairs"
             )
         if not cand.verdict.repairable:
             raise RejectedCommand(
