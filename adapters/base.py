@@ -31,8 +31,6 @@ from ledger.profile import Profile
 
 Phase = Literal["discovery", "diagnosis"]
 PHASES: tuple[str, ...] = ("discovery", "diagnosis")
-#: Languages / program kinds an adapter applies to.
-TARGET_KINDS: tuple[str, ...] = ("native", "python", "cuda")
 
 CAPTURE_META = "capture.json"  # artifact role every capture writes: tool version + options used
 
@@ -66,10 +64,6 @@ class AdapterSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     def cost_s(self, runtime_s: float, build_s: float = 0.0) -> float:
         """Expected seconds to capture a program whose native run takes ``runtime_s``."""
         return self.overhead_factor * runtime_s + self.setup_s + (build_s if self.needs_rebuild else 0.0)
-
-    def provides(self, need: str) -> bool:
-        """Whether ``need`` (a granularity or a metric id) is something this adapter yields."""
-        return need in self.granularity or need in self.measures
 
 
 class Usability(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

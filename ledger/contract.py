@@ -49,16 +49,36 @@ class Holdout(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     reference: str
 
 
-class Oracle(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """How correctness is decided. `stdout`/`file` compare numbers within rtol/atol, other tokens exactly."""
+Range = Annotated[list[int], msgspec.Meta(min_length=2, max_length=2, description="[low, high], inclusive")]
 
-    kind: Literal["exit", "stdout", "file", "command", "stable"] = "exit"
+
+class HoldoutGenerator(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Secret, fresh holdout inputs (differential testing). `argv` is a template whose `{name}`
+    placeholders are drawn uniformly from the integer ranges `ranges[name]` = [low, high] only when
+    a target has been built and hashed, with a seed recorded then; the baseline run on the same
+    input is the reference. `seed` names the placeholder that is only a seed: when the generator
+    matches the timed run's argv, each timed pair runs the timed argv with that placeholder drawn
+    afresh (same size, new seed), and both arms' outputs are compared within the pair."""
+
+    argv: Argv
+    ranges: dict[str, Range]
+    count: Annotated[int, msgspec.Meta(ge=1, le=20)] = 2
+    seed: str | None = "seed"
+
+
+class Oracle(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How correctness is decided. `stdout`/`file` compare numbers within rtol/atol, other tokens exactly.
+    `baseline` compares stdout with the baseline's stdout on the same input (itself checked to be
+    reproducible across two runs at `pw start`): the baseline is the reference."""
+
+    kind: Literal["exit", "stdout", "file", "command", "stable", "baseline"] = "exit"
     reference: str | None = None
     path: str | None = None
     argv: list[str] | None = None
     rtol: NonNegative = 1e-9
     atol: NonNegative = 0.0
     holdout: list[Holdout] = []
+    generators: list[HoldoutGenerator] = []
 
 
 class Sampling(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

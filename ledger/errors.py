@@ -77,9 +77,3 @@ class ToolError(PWError):
     """An external tool (profiler, compiler) could not do what was asked."""
 
     exit_code = 1
-
-
-class DivergenceError(PWError):
-    """An audit found a projection or a verdict that does not follow from the ledger."""
-
-    exit_code = 1

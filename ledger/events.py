@@ -147,6 +147,25 @@ class OracleChecked(Payload, frozen=True):
     run: StepOutcome | None = None
     output_sha256: str | None = None
     outside_writes: list[str] = []  # files the traced oracle run wrote outside its workspace
+    # What the comparison covered, in words ("stdout: 720 lines, 518400 fields, rtol=1e-09 ...");
+    # None for events recorded before it was said.
+    compared: str | None = None
+    # Why this oracle is no oracle (it compared zero lines or an empty output, or only an exit
+    # status): a contract failure that caps every verdict at `proposed` until the user gives one.
+    compares_nothing: str | None = None
+    # Holdout inputs this check ran, each "argv: outcome" (fixed ones and fresh ones drawn for it).
+    holdouts: list[str] = []
+
+
+class HoldoutsDrawn(Payload, frozen=True):
+    """Fresh holdout inputs for one target, drawn from the manifest's generators only after that
+    target was built and its binary hashed, with a seed that appears nowhere before this event."""
+
+    TYPE = "HoldoutsDrawn"
+    target: str
+    binary_sha256: str | None
+    seed: int
+    inputs: list[list[str]]  # argv of each drawn input, in the order they run
 
 
 class FaultRecorded(Payload, frozen=True):
@@ -192,11 +211,41 @@ class CampaignRecord(msgspec.Struct, frozen=True):
     continues: int | None = None
 
 
+class TimedArm(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One timed target: its built tree's digest before and after the timing, and the digest of
+    the contract's declared inputs (path and content of each, as found in that tree)."""
+
+    binary_before: str | None = None
+    binary_after: str | None = None
+    inputs_sha256: str | None = None
+
+
+class TimingConditions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """What a timing ran under; the significance gate compares a campaign's with the baseline's."""
+
+    host: str
+    argv: list[str]
+    metric: str = ""
+    tool_versions: dict[str, str] = {}
+    warmup_runs: int = 0
+    arms: dict[str, TimedArm] = {}  # by target label
+    side_effects: list[str] = []  # files runs created, modified or deleted in their tree
+    # Where the manifest declares a generator for the timed input: the seed drawn for this campaign
+    # and the argv each pair ran (both arms the same), so an audit knows what was compared.
+    input_seed: int | None = None
+    pair_inputs: list[list[str]] = []
+
+
 class TimingRecorded(Payload, frozen=True):
-    """Raw timing samples. `order` is the recorded, seeded A/B order of each pair ('AB' or 'BA');
-    `campaign` is set for an adaptive campaign (None: a fixed number of pairs)."""
+    """Raw timing samples. `order` is the recorded, seeded A/B order of each pair ('AB' or 'BA').
+
+    v2: typed `conditions` (v1 kept them as strings, argv joined by spaces and tool versions as
+    "k=v; k=v"), and the inputs digest per arm inside them (v1's `inputs_sha256` held a binary's).
+    `campaign` is set for an adaptive campaign (None: a fixed number of pairs).
+    """
 
     TYPE = "TimingRecorded"
+    VERSION = 2
     purpose: Literal["baseline-variance", "screening", "confirmation"]
     targets: list[str]
     metric: str
@@ -205,8 +254,7 @@ class TimingRecorded(Payload, frozen=True):
     order: list[str]
     seed: int
     exploratory: bool
-    conditions: dict[str, str]
-    inputs_sha256: str = ""
+    conditions: TimingConditions
     campaign: CampaignRecord | None = None
 
 
@@ -220,13 +268,18 @@ class RoutingDecided(Payload, frozen=True):
 
 
 class ProfileCaptured(Payload, frozen=True):
+    """v2 records the adapter's facts at capture (`can_reprofile`), so a verdict is judged by what
+    was true then, not by the adapter registry of whichever ProfileWeaver audits it later."""
+
     TYPE = "ProfileCaptured"
+    VERSION = 2
     adapter: str
     target: str
     artifacts: dict[str, str]
     wall_s: float
     tool_version: str | None
     command: list[str]
+    can_reprofile: bool
     source_root: str = ""  # absolute build tree the raw paths refer to; normalize needs it again
 
 
@@ -405,6 +458,7 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         PreflightCompleted,
         BuildFinished,
         OracleChecked,
+        HoldoutsDrawn,
         FaultRecorded,
         TimingRecorded,
         RoutingDecided,

@@ -34,9 +34,6 @@ class EvidenceStore:
         write_atomic(target, data)
         return digest
 
-    def put_file(self, path: str | os.PathLike[str]) -> str:
-        return self.put(Path(path).read_bytes())
-
     def get(self, digest: str) -> bytes:
         path = self.path_for(digest)
         try:

@@ -35,9 +35,58 @@ def _verdict_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _split(text: Any, sep: str) -> list[str]:
+    return [s for s in text.split(sep) if s] if isinstance(text, str) else []
+
+
+def _versions_v1(text: Any) -> dict[str, str]:
+    """v1 tool versions: "name=version; name=version", with "None" for an unknown version."""
+    out = {}
+    for part in _split(text, "; "):
+        name, eq, version = part.partition("=")
+        if eq:
+            out[name] = "" if version == "None" else version
+    return dict(sorted(out.items()))
+
+
+def _timing_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """TimingRecorded v1 kept its conditions as strings; v2 types them. v1's top-level
+    `inputs_sha256` held a binary's digest, not the inputs', so no inputs digest carries over."""
+    c = data.get("conditions")
+    c = c if isinstance(c, dict) else {}
+    targets = data.get("targets") if isinstance(data.get("targets"), list) else []
+    arms: dict[str, Any] = {}
+    if "binary_sha256" in c and targets:  # the baseline-variance stage: one arm, one binary
+        arms[targets[0]] = {"binary_before": c["binary_sha256"], "binary_after": c["binary_sha256"]}
+    for role, label in zip(("baseline", "candidate"), targets):
+        if f"{role}_binary_before" in c:
+            arms[label] = {"binary_before": c.get(f"{role}_binary_before"),
+                           "binary_after": c.get(f"{role}_binary_after")}
+    warmup = c.get("warmup_runs", "0")
+    out = {k: v for k, v in data.items() if k != "inputs_sha256"}
+    out["conditions"] = {
+        "host": c.get("host", ""),
+        "argv": _split(c.get("argv", ""), " "),
+        "metric": c.get("metric", ""),
+        "tool_versions": _versions_v1(c.get("tool_versions", "")),
+        "warmup_runs": int(warmup) if isinstance(warmup, str) and warmup.isdigit() else 0,
+        "arms": arms,
+        "side_effects": _split(c.get("side_effects", ""), "; "),
+    }
+    return out
+
+
+# Every adapter of the v1 era (perf, callgrind, callgrind-cachesim, py-spy) could reprofile; frozen
+# here as history, so an old capture is judged by what was true when it was made.
+def _capture_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "can_reprofile": True}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("Note", 0): _note_v0_to_v1,
     ("VerdictReached", 1): _verdict_v1_to_v2,
+    ("TimingRecorded", 1): _timing_v1_to_v2,
+    ("ProfileCaptured", 1): _capture_v1_to_v2,
 }
 
 

@@ -203,17 +203,6 @@ DOCUMENTS: dict[str, Renderer] = {
     "cost.json": cost,
 }
 
-# File name -> document type, for `pw validate` and the schema generator.
-DOCUMENT_TYPES: dict[str, type[msgspec.Struct]] = {
-    "experiment-plan.json": ExperimentPlan,
-    "preflight.json": PreflightDoc,
-    "profiler-routing.json": RoutingDoc,
-    "source-targets.json": SourceTargetsDoc,
-    "agent-brief.json": BriefDoc,
-    "agent-view.json": ViewDoc,
-    "cost.json": CostDoc,
-}
-
 
 def render(state: RunState) -> dict[str, bytes]:
     """Every projection file that the state supports, as canonical bytes."""
@@ -234,3 +223,24 @@ def render(state: RunState) -> dict[str, bytes]:
         for name, text in sorted(state.source_targets.slices.items()):
             out[name] = text.encode() if text.endswith("\n") else (text + "\n").encode()
     return out
+
+
+def evidence_copies(state: RunState) -> dict[str, str]:
+    """Run files that are copies of content-addressed evidence: file name -> sha256 in raw/.
+
+    The normalized profiles, each candidate's patch against its parent and its profile diff are
+    evidence already; these copies put them where people and agents look (DESIGN.md §6), and like
+    every other run file they are rebuilt by `pw rebuild` and compared by `pw audit`.
+    """
+    out: dict[str, str] = {}
+    for normalized in state.profiles.values():
+        if normalized.target == "baseline":
+            out["profile.baseline.json"] = normalized.profile_sha256
+        elif normalized.target in state.candidates:
+            out[f"candidates/{normalized.target}/profile/profile.json"] = normalized.profile_sha256
+    for cid, cand in sorted(state.candidates.items()):
+        if cand.diff is not None:
+            out[f"variants/{cid}.patch"] = cand.diff.patch_sha256
+        if cand.evaluation is not None and cand.evaluation.profile_diff_sha256:
+            out[f"candidates/{cid}/profile/profile-diff.json"] = cand.evaluation.profile_diff_sha256
+    return dict(sorted(out.items()))

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
+from ledger.evidence import EvidenceStore
 from ledger.files import write_atomic
 from ledger.store import Ledger
 from projections import documents, state
@@ -51,7 +52,7 @@ def materialize(run_dir: Path, ledger: Ledger, run_state: state.RunState | None 
         head = ledger.head()
         if run_state is None or (run_state.head.seq, run_state.head.hash) != (head.seq, head.hash):
             run_state = state.fold(ledger.read())
-        files = documents.render(run_state)
+        files = render_all(run_dir, run_state)
         written = write_all(run_dir, files)
         remove_stray_temporaries(run_dir, files)
     return Materialized(run_state, sorted(files), written)
@@ -69,6 +70,18 @@ def remove_stray_temporaries(run_dir: Path, names: Iterable[str]) -> list[str]:
             stray.unlink(missing_ok=True)
             removed.append(stray.relative_to(run_dir).as_posix())
     return removed
+
+
+def render_all(run_dir: Path, run_state: state.RunState) -> dict[str, bytes]:
+    """Every run file of the state: the rendered documents and the copies of evidence they name
+    (read from the run's raw/ store, whose files are checked against their names)."""
+    files = documents.render(run_state)
+    copies = documents.evidence_copies(run_state)
+    if copies:
+        evidence = EvidenceStore(run_dir / "raw")
+        for name, sha in copies.items():
+            files[name] = evidence.get(sha)
+    return files
 
 
 def rebuild_in_memory(ledger: Ledger, *, until: int | None = None) -> tuple[state.RunState, dict[str, bytes]]:

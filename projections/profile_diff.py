@@ -16,6 +16,16 @@ opposite sign, ``before - after``):
 - Operations are ranked by ``|self delta|`` descending, ties by id; lines by ``|delta|`` then
   (file, line); remaining leverage by candidate self share descending, then id. Equal inputs give an
   equal diff, byte for byte once encoded.
+
+The hotspot's *family* in the candidate (``HotspotDelta.family``): ids alone let a rename or a
+wrapper make the hotspot vanish (``matmul`` renamed, or calling a new ``mm_kernel``: the baseline's
+cost is gone and "explains 540% of the saving"). So candidate operations are matched to the hotspot
+by name, by source location (same file, overlapping line range), as callees of a family member that
+the baseline did not have, and as operations new in the hotspot's file. Every rule can only add to
+the hotspot's cost after the change, never take from it: a wrong match makes the mechanism harder
+to show, not easier. ``family_after`` is that cost: the larger of the members' summed self values
+and the largest member's inclusive value (with call stacks a wrapper's inclusive cost already holds
+its callee; without them the self values add up).
 """
 
 from __future__ import annotations
@@ -64,6 +74,13 @@ class LineDelta(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only
     delta: float
 
 
+class FamilyMember(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A candidate operation counted as the hotspot, and why (see the module docstring)."""
+
+    id: str
+    why: Literal["id", "name", "location", "new callee", "new in file"]
+
+
 class HotspotDelta(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     operation: str
     present: Presence | None  # None: the operation is in neither profile
@@ -75,6 +92,10 @@ class HotspotDelta(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     inclusive_shrink: float
     # inclusive_shrink / total shrink; None when the total did not shrink (nothing to explain)
     explained_fraction: float | None
+    # The hotspot's family in the candidate and its cost there (module docstring). Defaults: diffs
+    # recorded before families existed (gate rules < 3 do not read these fields).
+    family: list[FamilyMember] = []
+    family_after: float | None = None
 
 
 class Leverage(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -178,6 +199,50 @@ def _op_delta(op_id: str, a: Operation | None, b: Operation | None, base: Profil
     )
 
 
+def _overlaps(a: Operation, b: Operation) -> bool:
+    if a.file is None or a.file != b.file:
+        return False
+    if None in (a.line_start, a.line_end, b.line_start, b.line_end):
+        return False
+    return a.line_start <= b.line_end and b.line_start <= a.line_end  # type: ignore[operator]
+
+
+def hotspot_family(baseline: Profile, candidate: Profile, hotspot: str) -> list[FamilyMember]:
+    """Candidate operations that carry the hotspot's work (module docstring), sorted by id."""
+    hot = baseline.operation(hotspot)
+    base_ids = {op.id for op in baseline.operations}
+    found: dict[str, str] = {}
+    for op in candidate.operations:
+        if op.id == hotspot:
+            found[op.id] = "id"
+        elif hot is not None and op.name == hot.name:
+            found[op.id] = "name"
+        elif hot is not None and _overlaps(hot, op):
+            found[op.id] = "location"
+        elif hot is not None and op.id not in base_ids and hot.file is not None and op.file == hot.file:
+            found[op.id] = "new in file"
+    # Callees the baseline did not have, reached from a member (a wrapper's new kernel), transitively.
+    callees: dict[str, list[str]] = {}
+    for e in candidate.edges:
+        callees.setdefault(e.caller, []).append(e.callee)
+    cand_ids = {op.id for op in candidate.operations}
+    todo = sorted(found)
+    while todo:
+        for callee in sorted(callees.get(todo.pop(), [])):
+            if callee not in found and callee not in base_ids and callee in cand_ids:
+                found[callee] = "new callee"
+                todo.append(callee)
+    return [FamilyMember(id=i, why=found[i]) for i in sorted(found)]  # type: ignore[arg-type]
+
+
+def _family_after(candidate: Profile, family: list[FamilyMember], metric: str) -> float:
+    ops = {op.id: op for op in candidate.operations}
+    members = [ops[m.id] for m in family if m.id in ops]
+    if not members:
+        return 0.0
+    return max(math.fsum(_self(op, metric) for op in members), max(_inclusive(op, metric) for op in members))
+
+
 def _line_deltas(base: Profile, cand: Profile, metric: str, top: int) -> list[LineDelta]:
     acc: dict[tuple[str, int], list] = {}
     for side, p in ((0, base), (1, cand)):
@@ -249,6 +314,8 @@ def diff_profiles(
             inclusive_shrink=inc_shrink,
             explained_fraction=inc_shrink / total_shrink if total_shrink > 0 else None,
         )
+        family = hotspot_family(baseline, candidate, hotspot)
+        hot = msgspec.structs.replace(hot, family=family, family_after=_family_after(candidate, family, m))
 
     spec = KNOWN_METRICS.get(m)
     return ProfileDiff(

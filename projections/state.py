@@ -131,7 +131,8 @@ def _apply(state: RunState, env: Envelope) -> RunState:
     raise TypeError(f"run state: no rule for event type {env.type!r}")
 
 
-_IGNORED: frozenset[str] = frozenset()
+# Read where needed from the events themselves (the judge reads the drawn holdouts), not folded here.
+_IGNORED: frozenset[str] = frozenset({"HoldoutsDrawn"})
 
 
 def _candidate(state: RunState, cid: str, **changes: Any) -> RunState:

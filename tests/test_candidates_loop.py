@@ -55,7 +55,7 @@ def test_broken_candidate_is_rejected_oracle_failed(matmul_template, tmp_path):
     out = result.json()
     assert out["status"] == "rejected"
     assert [r.split(":")[0] for r in out["reasons"]] == ["oracle-failed"]
-    assert "vs reference/stdout.txt" in out["reasons"][0]
+    assert "vs baseline output" in out["reasons"][0]
     assert out["repairs_left"] == 7  # one failed attempt spends no repair yet: the next evaluate is the repair
 
 
@@ -189,32 +189,78 @@ def test_a_copied_run_still_audits_clean(matmul_interchange, tmp_path):
     assert result.code == 0, result
 
 
-@pytest.mark.slow
-def test_audit_says_when_gates_were_evaluated_under_other_rules(matmul_interchange, tmp_path):
-    """A run recorded by an older ProfileWeaver whose gate rules differ: the audit still fails on
-    the gates that no longer follow, and says the difference may be the rules', not the evidence's."""
-    import msgspec
-
+def _rerecord(run: Path, change) -> None:
+    """Rewrite the run's ledger with `change(payload) -> payload` applied to every event (a
+    re-hashed chain), as an older ProfileWeaver would have written it."""
     from ledger.store import Ledger
-    from pw.rules.gates import GATE_RULES
 
-    run = copy_run(matmul_interchange, tmp_path)
     events = ledger_events(run)
-    gates_seen = [e.data for e in events if isinstance(e.data, ev.GatesEvaluated)]
-    assert gates_seen and all(g.rules == GATE_RULES for g in gates_seen)  # what this version records
     (run / "ledger.jsonl").unlink()
     old = Ledger(run / "ledger.jsonl")
     for env in events:
-        data = env.data
-        if isinstance(data, ev.GatesEvaluated):
-            # As an older rule set would have worded the mechanism gate.
-            gates = [msgspec.structs.replace(g, detail=g.detail + " (older wording)") if g.name == "mechanism" else g
-                     for g in data.gates]
-            data = msgspec.structs.replace(data, gates=gates, rules=GATE_RULES - 1)
-        old.append(data, expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
+        old.append(change(env.data), expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
+    assert pw_main("rebuild", run).code == 0  # the projections follow the new chain's head
 
+
+@pytest.mark.slow
+def test_audit_recomputes_gates_under_the_rules_they_were_recorded_with(matmul_interchange, tmp_path):
+    """Old gate rules stay callable by version: a run whose gates were evaluated under rules v1
+    audits clean, because the audit applies v1 to it, not today's rules."""
+    import msgspec
+
+    from pw.rules.gates import GATE_RULES, decode_inputs, evaluate_gates
+
+    run = copy_run(matmul_interchange, tmp_path)
+    gates_seen = [g for g in of_type(run, ev.GatesEvaluated)]
+    assert gates_seen and all(g.rules == GATE_RULES for g in gates_seen)  # what this version records
+
+    def as_v1(data):
+        if isinstance(data, ev.GatesEvaluated):
+            return msgspec.structs.replace(data, gates=evaluate_gates(decode_inputs(data.inputs), 1), rules=1)
+        return data
+
+    _rerecord(run, as_v1)
+    assert all(g.rules == 1 for g in of_type(run, ev.GatesEvaluated))
+    assert pw_main("audit", run).code == 0
+
+    # The same run with a gate detail no v1 rule writes: the audit names the gates that no longer follow.
+    def tampered(data):
+        if isinstance(data, ev.GatesEvaluated):
+            gates = [msgspec.structs.replace(g, detail=g.detail + " (edited)") if g.name == "mechanism" else g
+                     for g in data.gates]
+            return msgspec.structs.replace(data, gates=gates)
+        return data
+
+    _rerecord(run, tampered)
     result = pw_main("audit", run, "--json")
     assert result.code == 1, result
     detail = {c["name"]: c for c in result.json()["checks"]}["verdicts"]["detail"]
     assert "gates at seq" in detail and "mechanism" in detail
-    assert f"gate rules v{GATE_RULES - 1}" in detail and f"applies v{GATE_RULES}" in detail
+
+
+@pytest.mark.slow
+def test_rebuild_reproduces_every_run_file_byte_for_byte(matmul_interchange, tmp_path):
+    """Every file of a run with a candidate is a projection or evidence: delete them all but the
+    ledger and raw/, `pw rebuild`, and the same files come back with the same bytes."""
+    run = copy_run(matmul_interchange, tmp_path)
+    workspaces = {"baseline", "build", "candidates/a/src", "raw", "scratch", "logs"}
+
+    def run_files() -> dict[str, bytes]:
+        out = {}
+        for path in sorted(run.rglob("*")):
+            rel = path.relative_to(run).as_posix()
+            if path.is_file() and rel != "ledger.jsonl" and not path.name.startswith(".") \
+                    and not any(rel == w or rel.startswith(w + "/") for w in workspaces):
+                out[rel] = path.read_bytes()
+        return out
+
+    before = run_files()
+    for name in ("profile.baseline.json", "variants/a.patch", "candidates/a/profile/profile.json",
+                 "candidates/a/profile/profile-diff.json", "report.md", "agent-brief.txt"):
+        assert name in before, sorted(before)
+    for rel in before:
+        (run / rel).unlink()
+    assert run_files() == {}
+    assert pw_main("rebuild", run).code == 0
+    assert run_files() == before
+    assert pw_main("audit", run).code == 0

@@ -45,17 +45,64 @@ def judged(run: Path, cid: str) -> tuple[ev.GatesEvaluated, ev.VerdictReached]:
 
 
 @pytest.mark.slow
-def test_skip_work_fails_the_holdout_and_is_rejected(matmul_template, tmp_path):
-    """Hard-coded answer for n=720 seed 1: the timed input matches, holdout `720 2` does not."""
+def test_skip_work_fails_the_full_output_comparison_and_is_rejected(matmul_template, tmp_path):
+    """Hard-coded answer for n=720 seed 1 (the checksums and the four elements the harness used to
+    print): the harness now prints all of C, and the baseline's output is the reference."""
     run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "skip-work.patch")
     assert out["status"] == "rejected"
     assert len(out["reasons"]) == 1 and out["reasons"][0].startswith("oracle-failed:")
-    assert "holdout 2 vs reference/holdout-720-2.txt" in out["reasons"][0]
+    assert "vs baseline output" in out["reasons"][0]
     assert not gate(out, "correctness")["passed"]
-    # The main comparison passed: only the holdout caught it.
-    oracle = [e.data for e in ledger_events(run) if isinstance(e.data, ev.OracleChecked) and e.data.target == "c"]
-    assert len(oracle) == 1 and not oracle[0].passed and "holdout 2" in oracle[0].detail
     assert not any(isinstance(e.data, ev.TimingRecorded) and "c" in e.data.targets for e in ledger_events(run))
+
+
+@pytest.mark.slow
+def test_computing_only_what_was_printed_is_rejected(matmul_template, tmp_path):
+    """Issue 12, class 4: an O(n^2) matmul() that computes the sum, the weighted sum and the four
+    sampled elements the harness printed, for every n and seed, and fills the rest of C so the sums
+    come out right. It matched every reference and holdout exactly; all of C is compared now."""
+    run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "print-only.patch")
+    assert out["status"] == "rejected", out
+    assert out["reasons"][0].startswith("oracle-failed:") and "vs baseline output" in out["reasons"][0]
+    oracle = [e.data for e in ledger_events(run) if isinstance(e.data, ev.OracleChecked) and e.data.target == "c"]
+    assert len(oracle) == 1 and not oracle[0].passed
+
+
+@pytest.mark.slow
+def test_fresh_holdouts_are_drawn_after_the_build_and_compared_with_the_baseline(matmul_interchange):
+    """The honest interchange: its holdout inputs are drawn only after its build (recorded, with
+    the seed and the binary they were drawn for), run by the baseline and the candidate, compared in
+    full; every timed pair runs its own fresh input of the timed size."""
+    events = ledger_events(matmul_interchange)
+    built = next(e for e in events if isinstance(e.data, ev.BuildFinished) and e.data.target == "a")
+    drawn = next(e for e in events if isinstance(e.data, ev.HoldoutsDrawn) and e.data.target == "a")
+    oracle = next(e for e in events if isinstance(e.data, ev.OracleChecked) and e.data.target == "a")
+    assert built.seq < drawn.seq < oracle.seq and drawn.data.binary_sha256 == built.data.binary_sha256
+    assert len(drawn.data.inputs) == 3 and all(a[0] == "./matmul" and 64 <= int(a[1]) <= 200 for a in drawn.data.inputs)
+    assert oracle.data.passed and len(oracle.data.holdouts) == 3
+    assert all("lines match the baseline" in h for h in oracle.data.holdouts)
+    assert oracle.data.compares_nothing is None
+    assert "fields" in oracle.data.compared and "fresh holdout" in oracle.data.compared
+    timing = next(e.data for e in events if isinstance(e.data, ev.TimingRecorded) and "a" in e.data.targets)
+    pairs = [" ".join(a) for a in timing.conditions.pair_inputs]
+    assert len(pairs) == 5 and all(p.startswith("./matmul 720 ") for p in pairs)
+    assert len(set(pairs)) == 5 and "./matmul 720 1" not in pairs
+    # Another evaluation of the same candidate draws other inputs.
+    assert drawn.data.seed != next(e.data.seed for e in events if isinstance(e.data, ev.HoldoutsDrawn)
+                                   and e.data.target == "baseline")
+
+
+@pytest.mark.slow
+def test_output_wrong_only_on_unpublished_seeds_fails_its_timed_pair(matmul_template, tmp_path):
+    """Full work only for the seeds of the published checks (1, 2), half the rows for any other
+    input of the timed size: the oracle and the small holdouts pass; the first timed pair, on a
+    fresh seed, compares the candidate's output with the baseline's and rejects it."""
+    run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "seed-keyed.patch")
+    assert out["status"] == "rejected", out
+    assert out["reasons"][0].startswith("oracle-failed: pair 1 on fresh input `./matmul 720 "), out["reasons"]
+    assert "differs from the baseline's" in out["reasons"][0]
+    oracle = [e.data for e in ledger_events(run) if isinstance(e.data, ev.OracleChecked) and e.data.target == "c"]
+    assert oracle[-1].passed  # only the timed pair caught it
 
 
 @pytest.mark.slow
@@ -75,18 +122,19 @@ def test_cache_file_across_runs_fails_correctness(matmul_template, tmp_path):
 
 @pytest.mark.slow
 def test_edit_oracle_is_refused_and_reference_is_protected(matmul_template, tmp_path):
-    """Rewrites reference/stdout.txt to match a wrong matmul: refused before anything is built."""
+    """Rewrites reference/holdout-24-7.txt to match a wrong matmul: refused before anything is built."""
+    ref = "reference/holdout-24-7.txt"
     run, out = evaluate_patch(matmul_template, tmp_path, CHEATS / "edit-oracle.patch")
     assert out["status"] == "rejected"
-    assert out["reasons"] == ["edit-refused: reference/stdout.txt"]
+    assert out["reasons"] == [f"edit-refused: {ref}"]
     corr = gate(out, "correctness")
-    assert not corr["passed"] and "refused edits" in corr["detail"] and "reference/stdout.txt" in corr["detail"]
+    assert not corr["passed"] and "refused edits" in corr["detail"] and ref in corr["detail"]
     diff = [e.data for e in ledger_events(run) if isinstance(e.data, ev.CandidateDiffRecorded)][-1]
-    assert diff.refused == ["reference/stdout.txt"] and sorted(diff.changed) == ["matmul.c", "reference/stdout.txt"]
+    assert diff.refused == [ref] and sorted(diff.changed) == ["matmul.c", ref]
     assert not any(isinstance(e.data, ev.BuildFinished) and e.data.target == "c" for e in ledger_events(run))
     # The baseline's reference, the one every oracle reads, is untouched.
-    original = (Path(__file__).resolve().parents[1] / "workloads" / "matmul-c" / "reference" / "stdout.txt").read_bytes()
-    assert (run / "baseline" / "reference" / "stdout.txt").read_bytes() == original
+    original = (Path(__file__).resolve().parents[1] / "workloads" / "matmul-c" / ref).read_bytes()
+    assert (run / "baseline" / ref).read_bytes() == original
 
 
 def test_protected_files_are_refused_even_when_editable_globs_cover_them():

@@ -315,3 +315,104 @@ def test_each_cheat_fails_only_its_gate():
     assert failed(good_inputs(binaries=replace(good_inputs().binaries, candidate_timed="x" * 64))) == {"significance"}
     assert failed(good_inputs(peak_rss_kb_candidate=[99999.0])) == {"no_collateral"}
     assert failed(good_inputs(repro=replace(good_inputs().repro, run_id=None))) == {"reproducible"}
+
+
+# --- rules 3: the mechanism is concentration (issue 12, class 7) ----------------------------------
+#
+# Each cheat below passed the mechanism gate under rules 2 (shown, so the test says what changed);
+# rules 3 must fail it, and the honest improvement must still pass.
+
+from ledger.profile import CallEdge  # noqa: E402
+from pw.rules.gates import GATE_RULES, RULE_VERSIONS  # noqa: E402
+
+
+def _at(o: Operation, start: int, end: int, file: str | None = None, id_: str | None = None,
+        name: str | None = None) -> Operation:
+    return replace(o, line_start=start, line_end=end, file=file or o.file, id=id_ or o.id, name=name or o.name)
+
+
+LOCATED = profile([_at(op("main@demo.c", 0.2, 10.0), 1, 9), _at(op(HOT, 8.0), 10, 20),
+                   _at(op("init@demo.c", 1.5), 30, 40), _at(op("io@demo.c", 0.3), 50, 60)])
+
+
+def _uniform(cand, speedup: float = 1.3, **kw) -> GateInputs:
+    return good_inputs(analysis=analysis(speedup), profile_diff=diff_profiles(LOCATED, cand, hotspot=HOT), **kw)
+
+
+def test_rules_three_is_recorded_and_every_older_version_stays_callable():
+    assert GATE_RULES == 3 and RULE_VERSIONS == (1, 2, 3)
+    inputs = decode_inputs(msgspec.json.decode(RECORDED.joinpath("non-hotspot-slow-baseline-profile.inputs.json")
+                                               .read_bytes()))
+    mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in RULE_VERSIONS}
+    assert mech[1].passed  # how that run was verified: absolute times of one slow baseline profile
+    assert not mech[2].passed and not mech[3].passed
+    with pytest.raises(ValueError, match="gate rules v9"):
+        evaluate_gates(inputs, rules=9)
+
+
+def test_an_unchanged_profile_with_a_uniform_speedup_fails_mechanism():
+    """Build flags, a faster moment, a slowed baseline: every operation 1.3x faster, the profile's
+    composition unchanged. Rules 2 counted the hotspot's 80% share of the saving as explained."""
+    inputs = _uniform(LOCATED)
+    assert {g.name: g for g in evaluate_gates(inputs, rules=2)}["mechanism"].passed
+    g = gates_of(inputs)["mechanism"]
+    assert not g.passed and "uniform speedup" in g.detail and "rest of the program fell too" in g.detail, g.detail
+
+
+def test_a_renamed_hotspot_is_matched_by_location_and_fails_as_uniform():
+    """`matmul` renamed `mm_renamed` in place; nothing else changed but the timing. Rules 2 saw the
+    hotspot vanish and accepted the 'saving'."""
+    cand = profile([LOCATED.operations[0], _at(op("mm_renamed@demo.c", 8.0), 10, 21),
+                    LOCATED.operations[2], LOCATED.operations[3]])
+    inputs = _uniform(cand)
+    assert {g.name: g for g in evaluate_gates(inputs, rules=2)}["mechanism"].passed
+    d = inputs.profile_diff
+    assert [(m.id, m.why) for m in d.hotspot.family] == [("mm_renamed@demo.c", "location")]
+    g = gates_of(inputs)["mechanism"]
+    assert not g.passed and "uniform speedup" in g.detail and "mm_renamed@demo.c (location)" in g.detail
+
+
+def test_a_wrapped_hotspot_is_matched_through_its_new_callee():
+    """`matmul` keeps its name as a thin wrapper calling a new `mm_kernel` in another file."""
+    wrapper = _at(op(HOT, 0.1, 8.0), 10, 12)
+    kernel = _at(op("mm_kernel@kernel.c", 7.9), 1, 30, file="kernel.c")
+    cand = replace(profile([LOCATED.operations[0], wrapper, kernel, LOCATED.operations[2], LOCATED.operations[3]]),
+                   edges=[CallEdge(caller=HOT, callee="mm_kernel@kernel.c")])
+    inputs = _uniform(cand)
+    assert {g.name: g for g in evaluate_gates(inputs, rules=2)}["mechanism"].passed
+    assert ("mm_kernel@kernel.c", "new callee") in [(m.id, m.why) for m in inputs.profile_diff.hotspot.family]
+    assert not gates_of(inputs)["mechanism"].passed
+
+
+def test_a_hotspot_whose_work_moved_unmatched_explains_more_than_all_and_fails_both_gates():
+    """The kernel moved to another file with no call edge to match it by: the hotspot 'vanishes',
+    explaining 540% of the saving (accepted by rules 2); rules 3 fails mechanism on the >100% and
+    no_collateral on the new operation."""
+    cand = profile([LOCATED.operations[0], _at(op(HOT, 0.05), 10, 12),
+                    _at(op("mm_kernel@kernel.c", 7.45), 1, 30, file="kernel.c"),
+                    LOCATED.operations[2], LOCATED.operations[3]])
+    inputs = _uniform(cand, speedup=10.0 / 9.5)
+    old = {g.name: g for g in evaluate_gates(inputs, rules=2)}
+    assert old["mechanism"].passed and old["no_collateral"].passed
+    g = gates_of(inputs)
+    assert not g["mechanism"].passed and "more than 100%" in g["mechanism"].detail, g["mechanism"].detail
+    assert not g["no_collateral"].passed and "mm_kernel@kernel.c" in g["no_collateral"].detail
+
+
+def test_a_new_operation_that_regresses_fails_no_collateral():
+    """The honest hotspot rewrite plus a new `helper` in another file costing 10% of the candidate:
+    rules 2 never looked at it (no baseline share)."""
+    cand = profile(list(GOOD.operations) + [replace(op("helper@util.c", 0.6), file="util.c")])
+    inputs = good_inputs(analysis=analysis(10.0 / 6.6), profile_diff=diff_profiles(BASE, cand, hotspot=HOT))
+    assert {g.name: g for g in evaluate_gates(inputs, rules=2)}["no_collateral"].passed
+    g = gates_of(inputs)["no_collateral"]
+    assert not g.passed and "helper@util.c" in g.detail
+
+
+def test_the_honest_rewrite_still_passes_under_rules_three_with_the_rest_unchanged():
+    g = gates_of(good_inputs())["mechanism"]
+    assert g.passed and "the rest of the program" in g.detail and "x2 " not in g.detail
+    # Located ops, hotspot halved in place: family by id, rest unchanged.
+    cand = profile([LOCATED.operations[0], _at(op(HOT, 4.0), 10, 18), LOCATED.operations[2], LOCATED.operations[3]])
+    inputs = good_inputs(profile_diff=diff_profiles(LOCATED, cand, hotspot=HOT))
+    assert all(x.passed for x in evaluate_gates(inputs)), [x.detail for x in evaluate_gates(inputs) if not x.passed]

@@ -49,8 +49,13 @@ payloads = st.one_of(
         order=st.lists(st.sampled_from(["AB", "BA"]), max_size=20),
         seed=st.integers(0, 2**63 - 1),
         exploratory=st.booleans(),
-        conditions=st.dictionaries(name, text, max_size=3),
-        inputs_sha256=st.just("") | sha,
+        conditions=st.builds(
+            ev.TimingConditions, host=name, argv=st.lists(text, max_size=3),
+            tool_versions=st.dictionaries(name, text, max_size=3),
+            arms=st.dictionaries(name, st.builds(ev.TimedArm, binary_before=maybe_sha, binary_after=maybe_sha,
+                                                 inputs_sha256=maybe_sha), max_size=2),
+            side_effects=st.lists(text, max_size=2),
+        ),
     ),
     st.builds(
         ev.BuildFinished,
@@ -111,6 +116,7 @@ payloads = st.one_of(
         wall_s=seconds,
         tool_version=st.none() | name,
         command=st.lists(text, max_size=4),
+        can_reprofile=st.booleans(),
     ),
     st.builds(
         ev.ProfileNormalized,

@@ -19,7 +19,7 @@ from tests.conftest import FIXED_AT, deterministic_ledger, make_contract, make_r
 def _timing(xs) -> ev.TimingRecorded:
     return ev.TimingRecorded(
         purpose="screening", targets=["baseline"], metric="wall", unit="s", samples={"baseline": xs},
-        order=["AB"], seed=1, exploratory=False, conditions={},
+        order=["AB"], seed=1, exploratory=False, conditions=ev.TimingConditions(host="h", argv=["./a"]),
     )
 
 

@@ -24,7 +24,7 @@ from tests.conftest import deterministic_ledger, make_run_started
 def _timing(xs: list[float]) -> ev.TimingRecorded:
     return ev.TimingRecorded(
         purpose="baseline-variance", targets=["baseline"], metric="wall", unit="s", samples={"baseline": xs},
-        order=[], seed=7, exploratory=False, conditions={"host": "h"},
+        order=[], seed=7, exploratory=False, conditions=ev.TimingConditions(host="h", argv=["./prog"]),
     )
 
 

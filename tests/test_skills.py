@@ -92,7 +92,9 @@ def test_frontmatter(path: Path):
     ("name: x\n---\n", "first line"),
     ("---\nname: x\n", "unterminated"),
     ("---\nname x\n---\n", "key: value"),
-    ("---\nname: a\nname: b\n---\n", "duplicate"),
+    ("---\nname: a\nname: b\n---\n", "line 3: duplicate"),
+    ("---\nname: [a, b]\n---\n", "text value"),
+    ("---\nname: a\n  - b: [\n---\n", "line 3: not YAML"),
 ])
 def test_frontmatter_parser_rejects_malformed(text, why):
     with pytest.raises(skilltree.FrontmatterError, match=why):
@@ -100,9 +102,29 @@ def test_frontmatter_parser_rejects_malformed(text, why):
 
 
 def test_frontmatter_parser_reads_quotes_and_folded_blocks():
-    meta, body = skilltree.parse_frontmatter('---\nname: "pw-x"\ndescription: >\n  one\n  two\n---\nbody\n')
+    meta, body = skilltree.parse_frontmatter('---\nname: "pw-x"\ndescription: >-\n  one\n  two\n---\nbody\n')
     assert meta == {"name": "pw-x", "description": "one two"}
     assert body == "body\n"
+
+
+@pytest.mark.parametrize("header, want", [
+    # YAML's block scalars: `|` keeps every newline, `>` folds single newlines into spaces but keeps
+    # a blank line as a newline; both keep one final newline unless chomped with `-`.
+    ("|", "first line\n  indented\n\nafter a blank\n"),
+    ("|-", "first line\n  indented\n\nafter a blank"),
+    (">", "first line\n  indented\n\nafter a blank\n"),
+    (">-", "first line\n  indented\n\nafter a blank"),
+])
+def test_frontmatter_block_scalars_follow_yaml(header, want):
+    text = f"---\nname: x\ndescription: {header}\n  first line\n    indented\n\n  after a blank\n---\n"
+    meta, _ = skilltree.parse_frontmatter(text)
+    assert meta["description"] == want
+
+
+def test_frontmatter_literal_block_keeps_newlines_and_folded_block_joins_lines():
+    meta, _ = skilltree.parse_frontmatter("---\nname: x\nlit: |\n  a\n  b\nfold: >\n  a\n  b\n---\n")
+    assert meta["lit"] == "a\nb\n"
+    assert meta["fold"] == "a b\n"
 
 
 # --- every command an agent may copy parses with the real CLI ------------------------------------------

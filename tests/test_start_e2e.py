@@ -42,7 +42,9 @@ def test_matmul_c_starts_and_audits(pw_cli, copy_workload, tmp_path):
     plan = json.loads((run / "experiment-plan.json").read_text())
     assert plan["inferred"] is False and plan["manifest_sha256"]
     oracle = json.loads((run / "preflight.json").read_text())["oracle"]
-    assert oracle["passed"] and "3 holdout" in oracle["method"]
+    assert oracle["passed"] and "fresh holdouts from 1 generator" in oracle["method"]
+    assert "722 lines (518404 fields) vs the baseline's output" in oracle["compared"]
+    assert oracle["compares_nothing"] is None
     assert (run / "agent-brief.txt").is_file()
     audit = pw_cli("audit", run)
     assert audit.code == 0, audit

@@ -12,9 +12,9 @@ import shlex
 from pathlib import Path
 
 import pytest
-from pw.app.demo import apply_patch
 
 from pw.agent import skilltree
+from pw.app.demo import apply_patch
 from pw.cli import main
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SKILLS_DIR = REPO_ROOT / "skills"
 SKILL_FILE = "SKILL.md"
@@ -73,13 +75,27 @@ class Skill:
     meta: dict[str, str]     # its frontmatter
     body: str                # the markdown after the frontmatter
 
-    @property
-    def folder(self) -> str:
-        return self.path.parent.name
-
 
 class FrontmatterError(ValueError):
     pass
+
+
+# The YAML text starts on line 2 of the file; PyYAML counts lines from 0.
+_FIRST_LINE = 2
+
+
+class _FrontmatterLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice is an error instead of last-one-wins."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise FrontmatterError(f"frontmatter line {key_node.start_mark.line + _FIRST_LINE}: "
+                                       f"duplicate key {key!r}")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def find_skill_files(root: Path = SKILLS_DIR, *, include_templates: bool = False) -> list[Path]:
@@ -98,10 +114,12 @@ def find_markdown(root: Path = SKILLS_DIR) -> list[Path]:
 
 
 def parse_frontmatter(text: str) -> tuple[dict[str, str], str]:
-    """The ``---`` delimited ``key: value`` block at the top of a SKILL.md, and the body after it.
+    """The ``---`` delimited YAML block at the top of a SKILL.md, and the body after it.
 
-    The subset of YAML skills use: one scalar per key, optionally quoted, or a folded ``>`` /
-    literal ``|`` block of indented lines. Anything else is an error, not a silent guess.
+    Parsed by a real YAML parser (PyYAML's safe loader), so ``|`` keeps its newlines and ``>`` folds
+    them as YAML says. What agents read from it is a flat mapping of text (name, description), so
+    the block must be a mapping whose values are strings; a repeated key is an error (PyYAML alone
+    would keep the last one silently).
     """
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
@@ -110,33 +128,22 @@ def parse_frontmatter(text: str) -> tuple[dict[str, str], str]:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
     except StopIteration:
         raise FrontmatterError("unterminated frontmatter: no closing '---'") from None
-    meta: dict[str, str] = {}
-    key = None
-    block: list[str] = []
-    for n, raw in enumerate(lines[1:end], start=2):
-        if key is not None and (raw.startswith((" ", "\t")) or not raw.strip()):
-            block.append(raw.strip())
-            continue
-        if key is not None:
-            meta[key] = " ".join(b for b in block if b)
-            key = None
-        if not raw.strip() or raw.lstrip().startswith("#"):
-            continue
-        m = re.match(r"^([A-Za-z][\w-]*):\s*(.*)$", raw)
-        if not m:
-            raise FrontmatterError(f"frontmatter line {n}: expected 'key: value', got {raw!r}")
-        k, v = m.group(1), m.group(2).strip()
-        if k in meta:
-            raise FrontmatterError(f"frontmatter line {n}: duplicate key {k!r}")
-        if v in (">", "|", ">-", "|-"):
-            key, block = k, []
-            continue
-        if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
-            v = v[1:-1]
-        meta[k] = v
-    if key is not None:
-        meta[key] = " ".join(b for b in block if b)
-    return meta, "\n".join(lines[end + 1:])
+    try:
+        data = yaml.load("\n".join(lines[1:end]) + "\n", Loader=_FrontmatterLoader)  # a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + _FIRST_LINE if exc.problem_mark else _FIRST_LINE
+        raise FrontmatterError(f"frontmatter line {line}: not YAML ({exc.problem})") from None
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(f"frontmatter: not YAML ({exc})") from None
+    if data is None:
+        return {}, "\n".join(lines[end + 1:])
+    if not isinstance(data, dict):
+        raise FrontmatterError(f"frontmatter: expected 'key: value' lines, got a {type(data).__name__}")
+    for key, value in data.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise FrontmatterError(f"frontmatter key {key!r}: expected 'key: value' with a text value, "
+                                   f"got {type(value).__name__}")
+    return data, "\n".join(lines[end + 1:])
 
 
 def load_skill(path: Path) -> Skill:

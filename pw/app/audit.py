@@ -115,30 +115,40 @@ def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
             continue
         found = _judgement_divergence(events, i, evidence)
         if found is not None:
-            return found + _rules_note(events, i)
+            return found
     return None
 
 
-def _rules_note(events, i: int) -> str:
-    """Why a divergence may be the rules' and not the evidence's: the candidate's last gates before
-    event `i` were evaluated under other gate rules than this ProfileWeaver applies."""
+def _judged_rules(events, i: int) -> int:
+    """The gate rules the candidate's judgement ending at event `i` was made under: those of its
+    last GatesEvaluated before `i` (events written before the field existed say 1)."""
     from ledger import events as ev
     from pw.rules.gates import GATE_RULES
 
     cid = events[i].data.id
     gates = next((e.data for e in reversed(events[:i]) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == cid),
                  None)
-    if gates is None or gates.rules == GATE_RULES:
+    return GATE_RULES if gates is None else gates.rules
+
+
+def _rules_note(events, i: int) -> str:
+    """Said beside a divergence of a judgement made under older gate rules: it was recomputed under
+    those rules (every version stays callable), not under the ones this ProfileWeaver applies now."""
+    from pw.rules.gates import GATE_RULES
+
+    rules = _judged_rules(events, i)
+    if rules == GATE_RULES:
         return ""
-    return (f"; its gates were evaluated under gate rules v{gates.rules} and this ProfileWeaver applies "
-            f"v{GATE_RULES} (see pw/rules/gates.py GATE_RULES), so the difference may be the rules', not the evidence's")
+    return (f"; recomputed under gate rules v{rules}, the ones it was judged by (this ProfileWeaver applies "
+            f"v{GATE_RULES} to new judgements; see pw/rules/gates.py GATE_RULES)")
 
 
 def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None:
     """The first way the judgement ending at event `i` (a verdict or a confirmation) no longer
     follows from the events before it."""
     from ledger import events as ev
-    from pw.rules.judge import judge_events
+    from pw.app.judging import judge_recorded
+    from pw.rules.gates import UnknownRules
 
     env = events[i]
     data = env.data
@@ -148,8 +158,11 @@ def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None
     while start > 0 and isinstance(events[start - 1].data, (ev.CandidateEvaluated, ev.GatesEvaluated)) \
             and events[start - 1].data.id == data.id:
         start -= 1
+    rules = _judged_rules(events, i)
     try:
-        j = judge_events(events[:start], data.id, evidence)
+        j = judge_recorded(events[:start], data.id, evidence, rules)
+    except UnknownRules as exc:
+        return f"candidate {data.id}: verdict at seq {env.seq} cannot be recomputed: {exc}"
     except Exception as exc:  # noqa: BLE001 - an audit reports, it does not crash
         return f"candidate {data.id}: verdict at seq {env.seq} cannot be recomputed ({exc})"
     recorded = (data.status, data.speedup, data.interval)
@@ -222,7 +235,13 @@ def audit_run(run: RunDir) -> AuditReport:
         return AuditReport(False, verified.head.seq, results, first)
     events = ledger.events()
     run_state = state.fold(events)
-    ctx = AuditContext(run, events, run_state, documents.render(run_state), EvidenceStore(run.path / "raw"))
+    evidence = EvidenceStore(run.path / "raw")
+    files = documents.render(run_state)
+    # Copies of evidence are compared where the evidence is there; a missing one is the evidence
+    # check's finding, not a crash of the audit.
+    files.update({name: evidence.get(sha) for name, sha in documents.evidence_copies(run_state).items()
+                  if evidence.has(sha)})
+    ctx = AuditContext(run, events, run_state, files, evidence)
     results = [CheckResult("chain", True, f"{verified.events} events, hash chain intact")]
     first = None
     for name, check in CHECKS:

@@ -29,6 +29,18 @@ def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
+def _pair_mismatch(contract: Contract, cand: execute.RunOutcome, base: execute.RunOutcome, argv: list[str],
+                   i: int) -> str | None:
+    """Why the candidate's output in pair i differs from the baseline's on the same fresh input."""
+    from pw.workload.differential import compare_outputs
+
+    cmp = compare_outputs(contract, cand, base)
+    if cmp.passed and cmp.lines > 0:
+        return None
+    why = cmp.detail if not cmp.passed else "both outputs are empty, nothing was compared"
+    return f"pair {i + 1} on fresh input `{' '.join(argv)}`: the candidate's output differs from the baseline's: {why}"
+
+
 def run_pairs(
     contract: Contract,
     baseline: execute.Target,
@@ -40,17 +52,27 @@ def run_pairs(
     exploratory: bool,
     host: str,
     scratch: Path,
-    tool_versions: str,
+    tool_versions: dict[str, str],
     progress: Callable[[str], None] = lambda _m: None,
+    input_seed: int | None = None,
     first: int = 0,
 ) -> CampaignResult:
+    """With ``input_seed`` and a generator matching the timed argv, pair i runs its own fresh input
+    (the timed argv with a new seed, ``pw.workload.holdouts.draw_pair_inputs``) in both arms, and
+    the candidate's output must match the baseline's in that pair: no timed run is predictable or
+    unchecked. The seed and the inputs are recorded in the conditions."""
     from pw.stats import interleaved_order
+    from pw.workload.holdouts import draw_pair_inputs
 
-    # Pairs first..first+pairs-1 of the campaign's one seeded order (an adaptive campaign runs it block
-    # by block, and a continuation picks it up where it stopped).
+    # Pairs first..first+pairs-1 of the campaign's one seeded order and input stream (an adaptive
+    # campaign runs it block by block, and a continuation picks it up where it stopped).
     order = list(interleaved_order(first + pairs, seed))[first:]
+    pair_inputs = draw_pair_inputs(contract, input_seed, first + pairs) if input_seed is not None else None
+    if pair_inputs is not None:
+        pair_inputs = pair_inputs[first:]
     base_bin_before = execute.binary_digest(baseline)
     cand_bin_before = execute.binary_digest(candidate)
+    inputs = {t.label: execute.inputs_digest(contract, t) for t in (baseline, candidate)}
     arms = {"A": baseline, "B": candidate}
     values: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
@@ -58,9 +80,12 @@ def run_pairs(
     side_effects: list[str] = []
     for i, pair in enumerate(order):
         progress(f"pair {first + i + 1} ({pair})")
+        argv = pair_inputs[i] if pair_inputs is not None else None
+        outs = {}
         for arm in pair:
             target = arms[arm]
-            out = execute.run_once(contract, target, scratch, tag=f"pair-{first + i}-{arm}")
+            out = execute.run_once(contract, target, scratch, argv=argv, tag=f"pair-{first + i}-{arm}")
+            outs[arm] = out
             failure = execute.classify(out)
             if failure is not None or out.value is None:
                 message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
@@ -73,22 +98,32 @@ def run_pairs(
             walls[target.label].append(round(out.process.wall_s, 9))
             rss[target.label].append(float(out.process.max_rss_kb))
             side_effects.extend(f"{target.label}: {s}" for s in out.side_effects)
+        if argv is not None:
+            differs = _pair_mismatch(contract, outs["B"], outs["A"], argv, first + i)
+            if differs is not None:
+                fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="oracle-failed",
+                                         message=differs)
+                return CampaignResult(None, fault, side_effects)
     samples = {}
     for label in (baseline.label, candidate.label):
         samples[label] = values[label]
         samples[f"{label}:wall_s"] = walls[label]
         samples[f"{label}:max_rss_kb"] = rss[label]
-    conditions = {
-        "host": host,
-        "argv": " ".join(contract.run.argv),
-        "metric": contract.metric.kind,
-        "tool_versions": tool_versions,
-        "baseline_binary_before": base_bin_before,
-        "baseline_binary_after": execute.binary_digest(baseline),
-        "candidate_binary_before": cand_bin_before,
-        "candidate_binary_after": execute.binary_digest(candidate),
-        "side_effects": "; ".join(sorted(set(side_effects))),
-    }
+    conditions = ev.TimingConditions(
+        host=host,
+        argv=list(contract.run.argv),
+        metric=contract.metric.kind,
+        tool_versions=tool_versions,
+        arms={
+            baseline.label: ev.TimedArm(binary_before=base_bin_before, binary_after=execute.binary_digest(baseline),
+                                        inputs_sha256=inputs[baseline.label]),
+            candidate.label: ev.TimedArm(binary_before=cand_bin_before, binary_after=execute.binary_digest(candidate),
+                                         inputs_sha256=inputs[candidate.label]),
+        },
+        side_effects=sorted(set(side_effects)),
+        input_seed=input_seed if pair_inputs is not None else None,
+        pair_inputs=[list(a) for a in pair_inputs] if pair_inputs is not None else [],
+    )
     timing = ev.TimingRecorded(
         purpose=purpose,
         targets=[baseline.label, candidate.label],
@@ -99,6 +134,5 @@ def run_pairs(
         seed=seed,
         exploratory=exploratory,
         conditions=conditions,
-        inputs_sha256=cand_bin_before,
     )
     return CampaignResult(timing, None, sorted(set(side_effects)))

@@ -16,8 +16,8 @@ import msgspec
 from ledger import events as ev
 from ledger.errors import RejectedCommand, WorkloadError
 from pw.app import campaign, timing_blocks
+from pw.app.judging import judge_recorded
 from pw.app.run import RunHandle
-from pw.rules import judge
 from pw.workload import workspace
 
 
@@ -85,7 +85,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         # samples are reused), instead of judging the mechanism gate without one.
         state = _deferred_reprofile(handle, state, cid, cand, progress)
         reprofiled = True
-    j = judge.judge_events(handle.ledger.events(), cid, handle.evidence)
+    j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
     if j.profile_diff is not None:
         handle.evidence.put(j.profile_diff)
     confirmed = ev.WinnerConfirmed(

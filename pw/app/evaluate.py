@@ -15,10 +15,10 @@ import msgspec
 
 from ledger import events as ev
 from ledger.errors import InputError, RejectedCommand, ToolError, WorkloadError
-from projections.materialize import write_atomic
 from pw.app import campaign, timing_blocks
+from pw.app.judging import judge_candidate
 from pw.app.run import RunHandle
-from pw.rules import candidates, judge
+from pw.rules import candidates
 from pw.workload import correctness, diffing, workspace
 from pw.workload import steps as execute
 
@@ -54,19 +54,44 @@ def baseline_target(handle: RunHandle) -> execute.Target:
     )
 
 
-def tool_versions(state) -> str:
+def tool_versions(state) -> dict[str, str]:
+    """The versions in force now: compilers asked again (a cheap `--version` each, so a compiler
+    upgraded since `pw start` shows up as a changed condition), profilers as probed at preflight."""
+    from pw.workload import host
+
     pf = state.preflight
-    if pf is None:
-        return ""
-    parts = [f"{p.name}={p.version}" for p in pf.profilers] + [f"{c.name}={c.version}" for c in pf.compilers]
-    return "; ".join(sorted(parts))
+    out = {p.name: p.version or "" for p in pf.profilers} if pf else {}
+    out.update({c.name: c.version or "" for c in (host.tool_version(n) for n in host.COMPILERS) if c.path is not None})
+    return dict(sorted(out.items()))
 
 
 def stable_reference(handle: RunHandle, state) -> str | None:
-    if state.run.contract.oracle.kind != "stable":
+    if state.run.contract.oracle.kind not in ("stable", "baseline"):
         return None
     sha = state.oracles["baseline"].output_sha256
     return handle.evidence.get(sha).decode(errors="replace") if sha else None
+
+
+def secret_seed() -> int:
+    """A seed nobody can know before it is drawn (the OS's entropy), recorded once it is used."""
+    import secrets
+
+    return secrets.randbits(63)
+
+
+def draw_fresh_holdouts(handle: RunHandle, state, target: str, binary_sha256: str | None):
+    """(state, inputs): fresh inputs from the manifest's generators, drawn now and recorded as
+    `HoldoutsDrawn`; no event and no inputs without generators."""
+    from pw.workload.holdouts import draw_holdouts
+
+    generators = state.run.contract.oracle.generators
+    if not generators:
+        return state, []
+    seed = secret_seed()
+    inputs = draw_holdouts(list(generators), seed)
+    state = handle.record(state, [ev.HoldoutsDrawn(target=target, binary_sha256=binary_sha256, seed=seed,
+                                                   inputs=inputs)])
+    return state, inputs
 
 
 def ensure_baseline_built(handle: RunHandle, state) -> execute.Target:
@@ -121,8 +146,7 @@ def evaluate(
 
     progress("diff")
     tree = diffing.diff_against_manifest(handle.evidence, cand.prepared.parent_manifest_sha256, ws, files)
-    patch_sha = handle.evidence.put(tree.patch)
-    write_atomic(handle.path / "variants" / f"{cid}.patch", tree.patch)
+    patch_sha = handle.evidence.put(tree.patch)  # the projections copy it to variants/<id>.patch
     refused = candidates.refused_edits(tree.changed, contract)
     state = handle.record(state, [ev.CandidateDiffRecorded(
         id=cid, attempt=attempt, patch_sha256=patch_sha, changed=tree.changed, refused=refused,
@@ -138,7 +162,7 @@ def evaluate(
 def _judged(handle: RunHandle, state, cid: str, attempt: int, scratch: Path, progress) -> EvaluateResult:
     run = state.run
     progress("gates")
-    batch = judge.judge_candidate(handle, cid)
+    batch = judge_candidate(handle, cid)
     state = handle.record(state, batch)
     verdict = state.candidates[cid].verdict
     gates = state.candidates[cid].gates
@@ -209,14 +233,15 @@ def more(
     if workspace.tree_digest(ws, files) != cand.diff.source_sha256:
         raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; its campaign cannot be continued")
     target = candidate_target(handle, cid, ws, files)
-    if execute.binary_digest(target) != timing.conditions.get("candidate_binary_after"):
+    arm = timing.conditions.arms.get(cid)
+    if arm is None or execute.binary_digest(target) != arm.binary_after:
         raise RejectedCommand(f"candidate {cid!r}: its build tree no longer holds the binary that was timed")
     baseline = reference_target(handle, state, cand)
     scratch = handle.path / "scratch" / cid
     result = timing_blocks.run_adaptive(
         contract, baseline, target, params, seed=timing.seed, purpose=timing.purpose,
         host=state.run.host.hostname, scratch=scratch, tool_versions=tool_versions(state), progress=progress,
-        earlier=timing, continues=seq,
+        earlier=timing, continues=seq, input_seed=timing.conditions.input_seed,
     )
     if result.failure is not None:
         handle.record(state, [result.failure])
@@ -264,26 +289,32 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     state = handle.record(state, [built])
     if built.outcome != "ok":
         return state
+    baseline = ensure_baseline_built(handle, state)
+    # Only now, with the candidate built and hashed, are its holdout inputs drawn (and recorded).
+    state, fresh = draw_fresh_holdouts(handle, state, cid, built.binary_sha256)
     progress("oracle")
     oracle = correctness.check(
         contract, target, handle.path / "baseline", scratch, handle.evidence,
-        stable_reference=stable_reference(handle, state),
+        stable_reference=stable_reference(handle, state), baseline=baseline, fresh=fresh,
     )
     state = handle.record(state, [oracle.event] + ([oracle.fault] if oracle.fault else []))
     if not oracle.event.passed:
         return state
-    baseline = reference_target(handle, state, state.candidates[cid])
+    # A chained candidate is timed against its parent's build; the oracle above still compares
+    # with the baseline.
+    reference = reference_target(handle, state, state.candidates[cid])
     seed = campaign.campaign_seed(state.run.run_id, cid, attempt, "screening")
     if exploratory:  # winner-confirmation: one exploratory pair per candidate, the campaign comes at confirm
         progress("timing 1 exploratory pair")
         result = campaign.run_pairs(
-            contract, baseline, target, pairs=1, seed=seed, purpose="screening", exploratory=True,
+            contract, reference, target, pairs=1, seed=seed, purpose="screening", exploratory=True,
             host=state.run.host.hostname, scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+            input_seed=secret_seed(),
         )
     else:
         result = timing_blocks.run_adaptive(
-            contract, baseline, target, params, seed=seed, purpose="screening", host=state.run.host.hostname,
-            scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+            contract, reference, target, params, seed=seed, purpose="screening", host=state.run.host.hostname,
+            scratch=scratch, tool_versions=tool_versions(state), progress=progress, input_seed=secret_seed(),
         )
     if result.failure is not None:
         return handle.record(state, [result.failure])
@@ -308,7 +339,6 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress) -> obj
     for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
         (target.build_dir / rel).unlink(missing_ok=True)
     state = handle.record(state, [result.captured, result.normalized])
-    judge.write_candidate_profile_files(handle, state, target.label)
     return state
 
 

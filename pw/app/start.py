@@ -55,6 +55,7 @@ class StartResult(msgspec.Struct, frozen=True):
     completed: list[str]
     next: str
     message: str = ""
+    oracle: str = ""  # what the oracle compares, in words
 
 
 Progress = Callable[[str], None]
@@ -220,8 +221,20 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     binary = state.builds["baseline"].binary_sha256 or ""
 
     def do_oracle() -> list[ev.Payload]:
-        result = correctness.check(contract, target, target.src_dir, scratch, handle.evidence)
-        return [result.event] + ([result.fault] if result.fault else [])
+        # The generators are tried on the baseline too: a range the program rejects would fail every
+        # candidate later, so it fails here, with the input named.
+        drawn: list[ev.Payload] = []
+        fresh: list[list[str]] = []
+        if contract.oracle.generators:
+            from pw.app.evaluate import secret_seed
+            from pw.workload.holdouts import draw_holdouts
+
+            seed = secret_seed()
+            fresh = draw_holdouts(list(contract.oracle.generators), seed)
+            drawn = [ev.HoldoutsDrawn(target="baseline", binary_sha256=binary, seed=seed, inputs=fresh)]
+        result = correctness.check(contract, target, target.src_dir, scratch, handle.evidence,
+                                   baseline=target, fresh=fresh)
+        return drawn + [result.event] + ([result.fault] if result.fault else [])
 
     state = stage(state, "oracle", _digest([binary, contract.oracle, contract.run]), do_oracle)
 
@@ -248,8 +261,12 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
                 order=["A"] * len(samples),
                 seed=0,
                 exploratory=False,
-                conditions={"host": run.host.hostname, "binary_sha256": binary, "warmup_runs": "1"},
-                inputs_sha256=binary,
+                conditions=ev.TimingConditions(
+                    host=run.host.hostname, argv=list(contract.run.argv), metric=contract.metric.kind,
+                    warmup_runs=1,
+                    arms={"baseline": ev.TimedArm(binary_before=binary, binary_after=execute.binary_digest(target),
+                                                  inputs_sha256=execute.inputs_digest(contract, target))},
+                ),
             )
         ]
 
@@ -264,6 +281,12 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
 
     shutil.rmtree(scratch, ignore_errors=True)
     next_cmd = f"pw prepare {handle.path} --candidate <id>:baseline:<mechanism>"
+    oracle = state.oracles.get("baseline")
+    message = ""
+    if oracle is not None and oracle.compares_nothing:
+        # A contract failure, not a pass: said now, and every verdict is capped at proposed.
+        message = (f"the oracle compares nothing: {oracle.compares_nothing}; until it does, no candidate "
+                   "can be verified (ceiling: proposed)")
     return StartResult(
         run_dir=str(handle.path),
         run_id=run.run_id,
@@ -273,6 +296,8 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
         skipped=skipped,
         completed=completed,
         next=next_cmd,
+        message=message,
+        oracle=oracle.compared if oracle is not None and oracle.compared else "",
     )
 
 

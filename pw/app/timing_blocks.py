@@ -51,10 +51,11 @@ def run_adaptive(
     purpose: str,
     host: str,
     scratch,
-    tool_versions: str,
+    tool_versions: dict[str, str],
     progress: Callable[[str], None] = lambda _m: None,
     earlier: ev.TimingRecorded | None = None,
     continues: int | None = None,
+    input_seed: int | None = None,
 ) -> campaign.CampaignResult:
     """One part of an adaptive campaign; `earlier` (all parts so far, merged) and `continues` (the
     seq of the last of them) for a continuation."""
@@ -68,7 +69,7 @@ def run_adaptive(
         result = campaign.run_pairs(
             contract, baseline, candidate, pairs=count, seed=seed, purpose=purpose, exploratory=False,
             host=host, scratch=scratch, tool_versions=tool_versions,
-            progress=lambda m: progress(f"{status[0]} · running {m}"), first=first,
+            progress=lambda m: progress(f"{status[0]} · running {m}"), first=first, input_seed=input_seed,
         )
         side.update(result.side_effects)
         if result.failure is not None:

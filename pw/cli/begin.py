@@ -51,6 +51,10 @@ def start(args) -> int:
     if result.skipped:
         lines.append(f"resumed: skipped {', '.join(result.skipped)} (already recorded)")
     lines.append(f"baseline: {result.status}")
+    if result.oracle:
+        lines.append(f"oracle compares: {result.oracle}")
+    if result.message:
+        lines.append(f"WARNING: {result.message}")
     brief = f"{result.run_dir}/agent-brief.txt"
     from pathlib import Path
 

@@ -10,7 +10,6 @@ from ledger.codec import canonical_json, to_builtins
 from ledger.errors import InputError
 from pw.cli.common import checked_events, console, open_run, print_json, print_text
 
-SECTIONS = ("profile", "lines", "mechanisms", "facts", "routing", "timing", "gates", "diff", "slices")
 # A view is bounded: an agent asks for one section and never gets more than this many items.
 MAX_ITEMS = 15
 
@@ -35,12 +34,10 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
             timings = [t for t in state.timings if t.targets[-1] == candidate]
             return _bounded([to_builtins(t) for t in timings[-1:]], group)
         if section == "diff":
-            import json
-
-            path = handle.path / "candidates" / candidate / "profile" / "profile-diff.json"
-            if not path.is_file():
+            sha = cand.evaluation.profile_diff_sha256 if cand.evaluation else None
+            if not sha:
                 return [], 0
-            diff = json.loads(path.read_text())
+            diff = msgspec.json.decode(handle.evidence.get(sha))  # the evidence, not a file beside it
             return _bounded(diff.get("operations", []), group)
         raise InputError(f"--section {section!r} with --candidate: expected one of gates, timing, diff")
     if section == "profile":

@@ -17,7 +17,6 @@ from projections.state import CandidateState, RunState
 
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 RESERVED_IDS = frozenset({"baseline", "current"})
-KEPT_STATUSES = ("verified",)
 
 
 class CandidateSpec(msgspec.Struct, frozen=True):

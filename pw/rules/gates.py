@@ -57,7 +57,24 @@ PEAK_RSS_SLACK_KB = 1024.0
 # changed" from "the evidence changed".
 #   1: sampled profiles compared in absolute values, Poisson bands on sample counts.
 #   2: sampled profiles compared by share, scaled by the campaign's whole-process speedup.
-GATE_RULES = 2
+#   3: mechanism is concentration: the hotspot is matched by name, location and call (its family,
+#      ``projections.profile_diff``), it must fall beyond its band while the rest of the program
+#      does not fall alike, and it may not explain more than all of the saving; no_collateral checks
+#      operations new in the candidate too. Every older version stays callable (``evaluate_gates(
+#      inputs, rules=N)``), so an audit recomputes a run under the rules it was judged by.
+GATE_RULES = 3
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3)
+# Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
+# (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
+# flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
+# the rest unchanged (factor 1, within noise).
+CONCENTRATION_POWER = 0.5
+
+
+
+class UnknownRules(ValueError):
+    """Gate rules of a version this ProfileWeaver does not know (a run from a newer one)."""
+
 
 REPRO_FIELDS: tuple[str, ...] = ("command", "build_sha256", "host", "tool_versions", "source_sha256", "run_id")
 
@@ -178,13 +195,17 @@ def decode_inputs(data: dict[str, Any]) -> GateInputs:
     return msgspec.convert(data, GateInputs)
 
 
-def evaluate_gates(inputs: GateInputs) -> list[GateResult]:
-    """The six gates, in the order of ``GATE_NAMES``."""
+def evaluate_gates(inputs: GateInputs, rules: int = GATE_RULES) -> list[GateResult]:
+    """The six gates, in the order of ``GATE_NAMES``, under gate rules version ``rules``
+    (``RULE_VERSIONS``; raises ValueError for another)."""
+    if rules not in RULE_VERSIONS:
+        raise UnknownRules(f"gate rules v{rules} are unknown to this ProfileWeaver "
+                           f"(it knows {', '.join(f'v{v}' for v in RULE_VERSIONS)})")
     return [
         _correctness(inputs),
         _significance(inputs),
-        _mechanism(inputs),
-        _no_collateral(inputs),
+        _mechanism(inputs, rules),
+        _no_collateral(inputs, rules),
         _attribution(inputs),
         _reproducible(inputs),
     ]
@@ -296,7 +317,7 @@ def _significance(i: GateInputs) -> GateResult:
                    [i.seqs.timing, i.seqs.build])
 
 
-def _mechanism(i: GateInputs) -> GateResult:
+def _mechanism(i: GateInputs, rules: int) -> GateResult:
     failures = []
     h, d = i.hotspot, i.profile_diff
     passed_detail = ""
@@ -314,8 +335,11 @@ def _mechanism(i: GateInputs) -> GateResult:
             failures.append(f"the reprofile diff does not track the hotspot {h.operation}")
         elif d.metric != h.metric:
             failures.append(f"the reprofile diff is in {d.metric}, the hotspot was chosen by {h.metric}")
+        elif rules >= 3:
+            found, passed_detail = _concentration(i, d, hd)
+            failures.extend(found)
         else:
-            scaled = _scaled_hotspot(i, d, hd)
+            scaled = _scaled_hotspot(i, d, hd) if rules >= 2 else None
             if scaled is not None:
                 shrink, value, band, explained, how = scaled
             else:
@@ -405,6 +429,71 @@ def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, floa
     return detail, shrink, band, explained, how
 
 
+def _concentration(i: GateInputs, d: ProfileDiff, hd) -> tuple[list[str], str]:
+    """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
+    family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
+    after = hd.family_after
+    if after is None:  # a diff recorded before families: the hotspot's own id is all there is
+        after, family = hd.inclusive_after, "by id only (diff recorded without families)"
+    totals, scale = _sampled_totals(d), _campaign_scale(i)
+    if totals is not None and scale is not None:
+        sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
+        hot_b, hot_a, band = _scaled_pair(sb, sa, scale, totals)
+        rest_b, rest_a, rest_band = _scaled_pair(1.0 - sb, 1.0 - sa, scale, totals)
+        unit = "of the candidate's run time"
+        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile (matched in the candidate: "
+                f"{family}); with the campaign's {_g(scale)}x that is {_g(hot_b)} -> {_g(hot_a)} {unit}")
+        how = f"{POISSON_SIGMAS:g} sigma of the shares over {_g(totals[0])} and {_g(totals[1])} samples"
+    else:
+        hot_b, hot_a = hd.inclusive_before, after
+        hot_op = next((o for o in d.operations if o.id == hd.operation), None)
+        band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
+        rest_b, rest_a = d.total_before - hot_b, d.total_after - hot_a
+        rest_band = EXACT_RELATIVE_BAND * max(rest_b, 0.0)
+        rest_samples = _rest_samples(d, hd)
+        if rest_samples is not None and sum(rest_samples) > 0:
+            per = (max(rest_b, 0.0) + max(rest_a, 0.0)) / sum(rest_samples)
+            rest_band = POISSON_SIGMAS * math.sqrt(sum(rest_samples)) * per
+        unit = d.metric
+        text = (f"hotspot {hd.operation} {d.metric} {_g(hot_b)} -> {_g(hot_a)} (matched in the candidate: "
+                f"{family}; total {_g(d.total_before)} -> {_g(d.total_after)})")
+    shrink, saving = hot_b - hot_a, (hot_b + rest_b) - (hot_a + rest_a)
+    text += f" (shrink {_g(shrink)})"
+    if not shrink > 0:
+        return [f"{text}: the hotspot did not shrink"], ""
+    if shrink <= band:
+        return [f"{text}: the shrink is within the hotspot's noise band {_g(band)} ({how})"], ""
+    if not saving > 0:
+        return [f"{text}: the total did not shrink"], ""
+    explained = shrink / saving
+    if explained < MIN_EXPLAINED_FRACTION:
+        return [f"{text}: explains only {explained:.0%} of the saving (< {MIN_EXPLAINED_FRACTION:.0%})"], ""
+    if explained > 1.0 + band / saving:
+        # More than all of the saving: the rest of the program got slower by what the hotspot lost,
+        # i.e. its work moved somewhere the profile does not match to it.
+        return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
+                f"({band / saving:.0%}): the hotspot's work moved elsewhere"], ""
+    rest_shrink = rest_b - rest_a
+    hot_factor = hot_b / hot_a if hot_a > 0 else math.inf
+    rest_factor = rest_b / rest_a if rest_a > 0 and rest_b > 0 else 1.0
+    if rest_shrink > rest_band and math.log(rest_factor) >= CONCENTRATION_POWER * math.log(hot_factor):
+        return [f"{text}: the rest of the program fell too, {_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} "
+                f"against the hotspot's x{_g(hot_factor)}; beyond its band {_g(rest_band)}): a uniform speedup is a "
+                "change of conditions, not a mechanism"], ""
+    return [], (f"{text}: explains {explained:.0%} of the saving; the rest of the program "
+                f"{_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} against the hotspot's x{_g(hot_factor)})")
+
+
+def _rest_samples(d: ProfileDiff, hd) -> tuple[float, float] | None:
+    """Sample counts outside the hotspot (before) and its family (after), when sampled."""
+    if not d.operations or any(o.samples_before is None or o.samples_after is None for o in d.operations):
+        return None
+    family = {m.id for m in hd.family}
+    before = sum(o.samples_before for o in d.operations if o.id != hd.operation)
+    after = sum(o.samples_after for o in d.operations if o.id not in family)
+    return before, after
+
+
 def _op_band(op: OperationDelta) -> tuple[float, str]:
     """(band in the metric, how it was derived) for one operation's self value."""
     sb, sa = op.samples_before, op.samples_after
@@ -415,18 +504,24 @@ def _op_band(op: OperationDelta) -> tuple[float, str]:
     return EXACT_RELATIVE_BAND * op.self_before, f"{EXACT_RELATIVE_BAND:.0%} of baseline"
 
 
-def _no_collateral(i: GateInputs) -> GateResult:
+def _no_collateral(i: GateInputs, rules: int) -> GateResult:
     failures, checked = [], []
     d = i.profile_diff
     hot = i.hotspot.operation if i.hotspot is not None else None
+    # Rules 3: the hotspot's whole family is the hotspot, and an operation new in the candidate (no
+    # baseline share) is checked by its candidate share: work moved into a new function is not free.
+    family = {m.id for m in d.hotspot.family} if rules >= 3 and d is not None and d.hotspot is not None else set()
     if d is None:
         failures.append("no reprofile yet: other operations not checked")
     else:
         regressed = []
         n_checked = 0
-        totals, scale = _sampled_totals(d), _campaign_scale(i)
+        totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rules >= 2 else (None, None)
         for op in d.operations:
-            if op.id == hot or op.share_before < COLLATERAL_MIN_SHARE:
+            share = op.share_before
+            if rules >= 3 and d.total_after > 0:
+                share = max(share, op.self_after / d.total_after)
+            if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE:
                 continue
             n_checked += 1
             if totals is not None and scale is not None:

@@ -1,20 +1,21 @@
-"""Judge a candidate from the ledger and the evidence alone: analysis, gate inputs, gates, verdict.
+"""Judge a candidate from recorded facts alone: analysis, gate inputs, gates, verdict.
 
-`judge_events` is a pure function of the events (and the evidence bytes they cite); evaluate and
-confirm call it to decide, and `pw audit` calls it again on the same prefix of the ledger to check
-that every recorded verdict still follows from the recorded samples and profiles.
+`judge_events` is a pure function of the events and the evidence bytes they cite, which the shell
+loads first (`profiles_needed` names them): no files, no adapter registry, no clock. Evaluate and
+confirm call it to decide, and `pw audit` calls it again on the same prefix of the ledger, under
+the gate rules the verdict was recorded with, to check that every verdict still follows.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from ledger import events as ev
 from ledger.codec import canonical_json
-from ledger.evidence import EvidenceStore
 from ledger.metrics import metric as metric_spec
 from ledger.profile import decode_profile
 from pw.rules import gates as g
@@ -29,7 +30,10 @@ class Judgement(msgspec.Struct, frozen=True):
     profile_diff: bytes | None
 
 
-def _latest(items, pred):
+Found = tuple[int, Any] | None  # (seq, payload) of the latest matching event
+
+
+def _latest(items, pred) -> Found:
     found = None
     for seq, data in items:
         if pred(data):
@@ -37,20 +41,71 @@ def _latest(items, pred):
     return found
 
 
+class Selection(msgspec.Struct, frozen=True):
+    """The events a judgement reads: the candidate's latest attempt and the baseline's facts."""
+
+    run: Found
+    preflight: Found
+    diff: Found
+    build: Found
+    oracle: Found
+    timing: Found
+    candidate_capture: Found
+    candidate_profile: Found
+    baseline_profile: Found
+    baseline_build: Found
+    baseline_timing: Found
+    baseline_oracle: Found
+    hotspot: Found
+    fault: Found
+
+
+def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
+    items = [(e.seq, e.data) for e in envelopes]
+    diff = _latest(items, lambda d: isinstance(d, ev.CandidateDiffRecorded) and d.id == cid)
+    attempt = [(s, d) for s, d in items if diff is not None and s >= diff[0]]
+
+    def mine(kind, **extra) -> Found:
+        return _latest(attempt, lambda d: isinstance(d, kind) and all(getattr(d, k) == v for k, v in extra.items()))
+
+    def baseline(kind, **extra) -> Found:
+        return _latest(items, lambda d: isinstance(d, kind) and all(getattr(d, k) == v for k, v in extra.items()))
+
+    cand_prof = mine(ev.ProfileNormalized, target=cid)
+    timing = _latest(attempt, lambda d: isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid)
+    if timing is not None:  # every part of an adaptive campaign, as one
+        timing = (timing[0], stopping.merged_timing(items, *timing))
+    # A chained candidate is timed against its parent: the parent's build and profile are the reference.
+    ref = timing[1].targets[0] if timing else "baseline"
+    base_prof = None
+    if cand_prof is not None:
+        base_prof = baseline(ev.ProfileNormalized, target=ref, adapter=cand_prof[1].adapter)
+    return Selection(
+        run=baseline(ev.RunStarted), preflight=baseline(ev.PreflightCompleted), diff=diff,
+        build=mine(ev.BuildFinished, target=cid), oracle=mine(ev.OracleChecked, target=cid),
+        timing=timing,
+        candidate_capture=mine(ev.ProfileCaptured, target=cid, adapter=cand_prof[1].adapter) if cand_prof else None,
+        candidate_profile=cand_prof, baseline_profile=base_prof,
+        baseline_build=baseline(ev.BuildFinished, target=ref, outcome="ok"),
+        baseline_timing=baseline(ev.TimingRecorded, purpose="baseline-variance"),
+        baseline_oracle=baseline(ev.OracleChecked, target="baseline"),
+        hotspot=baseline(ev.HotspotSelected), fault=mine(ev.FaultRecorded, target=cid),
+    )
+
+
+def profiles_needed(envelopes: list[ev.Envelope], cid: str) -> list[str]:
+    """The evidence (normalized profiles, by sha256) `judge_events` will read for `cid`."""
+    s = select(envelopes, cid)
+    if s.candidate_profile is None or s.baseline_profile is None or s.hotspot is None:
+        return []
+    return [s.baseline_profile[1].profile_sha256, s.candidate_profile[1].profile_sha256]
+
+
 def _tool_versions(pf: ev.PreflightCompleted | None) -> dict[str, str]:
     if pf is None:
         return {}
     out = {p.name: p.version or "" for p in pf.profilers}
     out.update({c.name: c.version or "" for c in pf.compilers})
-    return dict(sorted(out.items()))
-
-
-def _parse_versions(text: str) -> dict[str, str]:
-    out = {}
-    for part in text.split("; "):
-        if "=" in part:
-            k, v = part.split("=", 1)
-            out[k] = "" if v == "None" else v
     return dict(sorted(out.items()))
 
 
@@ -87,34 +142,76 @@ def _one_pair_estimate(timing: ev.TimingRecorded, cid: str) -> float | None:
     return round(base[0] / cand[0], 6)
 
 
-def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore) -> Judgement:
-    items = [(e.seq, e.data) for e in envelopes]
-    run_seq, run = _latest(items, lambda d: isinstance(d, ev.RunStarted))
+def baseline_shift_reason(reference: ev.TimingRecorded | None, timing: ev.TimingRecorded | None) -> str | None:
+    """Why the campaign's baseline cannot be trusted as the reference (it ran slower than the
+    baseline-variance stage of `pw start`, beyond noise), or None."""
+    from pw.stats.baseline_shift import baseline_shift, describe
+
+    if timing is None or reference is None or reference.metric != timing.metric:
+        return None
+    shift = baseline_shift(list(reference.samples.get("baseline", [])), list(timing.samples.get("baseline", [])))
+    return describe(shift) if shift is not None and shift.slower else None
+
+
+def _timed_digest(arm: ev.TimedArm | None) -> str | None:
+    """The digest of what was timed: the tree after the campaign when it differs from before."""
+    if arm is None or not arm.binary_before:
+        return None
+    return arm.binary_after if arm.binary_after != arm.binary_before else arm.binary_before
+
+
+def _side_effects(s: Selection, cid: str) -> list[str]:
+    timing = s.timing[1] if s.timing else None
+    side = list(timing.conditions.side_effects) if timing else []
+    # Files the candidate's traced oracle run wrote outside its workspace that the baseline's did
+    # not: a cache in /tmp survives between runs as surely as one in the working directory.
+    base_writes = set(s.baseline_oracle[1].outside_writes) if s.baseline_oracle else set()
+    if s.oracle is not None:
+        side += [f"wrote {p} outside its workspace" for p in s.oracle[1].outside_writes if p not in base_writes]
+    return side
+
+
+def _conditions(s: Selection, cid: str) -> tuple[g.Conditions, g.Conditions]:
+    """(the baseline's, as recorded by `pw start`; the candidate's, as recorded by its campaign)."""
+    run, contract = s.run[1], s.run[1].contract
+    base_arm = s.baseline_timing[1].conditions.arms.get("baseline") if s.baseline_timing else None
+    baseline = g.Conditions(host=run.host.hostname, argv=list(contract.run.argv),
+                            inputs_sha256=base_arm.inputs_sha256 if base_arm else None,
+                            tool_versions=_tool_versions(s.preflight[1] if s.preflight else None))
+    if s.timing is None:
+        return baseline, g.Conditions()
+    c = s.timing[1].conditions
+    cand_arm = c.arms.get(cid)
+    candidate = g.Conditions(host=c.host, argv=list(c.argv), inputs_sha256=cand_arm.inputs_sha256 if cand_arm else None,
+                             tool_versions=dict(c.tool_versions))
+    return baseline, candidate
+
+
+def _adapter_facts(s: Selection, profile_diff) -> g.AdapterFacts | None:
+    """What the reprofiling adapter could do and measured, from the events that recorded it."""
+    if s.candidate_profile is None:
+        return None
+    name = s.candidate_profile[1].adapter
+    probe = next((p for p in (s.preflight[1].profilers if s.preflight else []) if p.name == name), None)
+    measured = sorted(set(profile_diff.baseline_metrics) & set(profile_diff.candidate_metrics)) if profile_diff else []
+    return g.AdapterFacts(
+        name=name, can_reprofile=bool(s.candidate_capture and s.candidate_capture[1].can_reprofile),
+        usable=bool(probe and probe.usable), measured=measured, simulated=[m for m in measured if _is_simulated(m)],
+    )
+
+
+def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, bytes],
+                 rules: int = g.GATE_RULES) -> Judgement:
+    """Judge `cid`'s latest attempt from `envelopes` and the profile bytes `profiles_needed` named,
+    under gate rules version `rules`."""
+    s = select(envelopes, cid)
+    run_seq, run = s.run
     contract = run.contract
-    pf = _latest(items, lambda d: isinstance(d, ev.PreflightCompleted))
-    diff_at = _latest(items, lambda d: isinstance(d, ev.CandidateDiffRecorded) and d.id == cid)
-    diff_seq, diff = diff_at
-    attempt_items = [(s, d) for s, d in items if s >= diff_seq]
-
-    def mine(kind, **extra):
-        return _latest(attempt_items, lambda d: isinstance(d, kind) and all(getattr(d, k) == v for k, v in extra.items()))
-
-    build = mine(ev.BuildFinished, target=cid)
-    oracle = mine(ev.OracleChecked, target=cid)
-    timing = _latest(attempt_items, lambda d: isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid)
-    if timing is not None:  # every part of an adaptive campaign, as one
-        timing = (timing[0], stopping.merged_timing(items, *timing))
-    cand_prof = mine(ev.ProfileNormalized, target=cid)
+    pf, diff, build, oracle, timing = s.preflight, s.diff, s.build, s.oracle, s.timing
+    hot, base_prof, cand_prof, base_build = s.hotspot, s.baseline_profile, s.candidate_profile, s.baseline_build
+    diff_seq, diff = diff
     # A chained candidate is timed against its parent: the parent's build and profile are the reference.
     ref = timing[1].targets[0] if timing else "baseline"
-    base_build = _latest(items, lambda d: isinstance(d, ev.BuildFinished) and d.target == ref and d.outcome == "ok")
-    hot = _latest(items, lambda d: isinstance(d, ev.HotspotSelected))
-    base_prof = None
-    if cand_prof is not None:
-        base_prof = _latest(
-            items, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == ref
-            and d.adapter == cand_prof[1].adapter
-        )
 
     analysis = analyze(timing[1], cid) if timing else None
     wall = analyze(timing[1], cid, ":wall_s") if timing and contract.metric.kind == "roi" else None
@@ -124,38 +221,17 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
     if cand_prof and base_prof and hot:
         from projections.profile_diff import diff_profiles
 
-        bp = decode_profile(evidence.get(base_prof[1].profile_sha256))
-        cp = decode_profile(evidence.get(cand_prof[1].profile_sha256))
+        bp = decode_profile(profiles[base_prof[1].profile_sha256])
+        cp = decode_profile(profiles[cand_prof[1].profile_sha256])
         profile_diff = diff_profiles(bp, cp, hotspot=hot[1].operation, metric=hot[1].metric)
         diff_bytes = canonical_json(profile_diff)
 
-    adapter = None
-    if cand_prof is not None:
-        from adapters.registry import adapter_by_name
-
-        spec = adapter_by_name(cand_prof[1].adapter).spec
-        probe = next((p for p in (pf[1].profilers if pf else []) if p.name == spec.name), None)
-        measured = sorted(set(profile_diff.baseline_metrics) & set(profile_diff.candidate_metrics)) if profile_diff else []
-        adapter = g.AdapterFacts(
-            name=spec.name, can_reprofile=spec.can_reprofile, usable=bool(probe and probe.usable),
-            measured=measured, simulated=[m for m in measured if _is_simulated(m)],
-        )
-
-    conditions = timing[1].conditions if timing else {}
+    adapter = _adapter_facts(s, profile_diff)
     versions_then = _tool_versions(pf[1] if pf else None)
-    side = [s for s in conditions.get("side_effects", "").split("; ") if s]
-    # Files the candidate's traced oracle run wrote outside its workspace that the baseline's did
-    # not: a cache in /tmp survives between runs as surely as one in the working directory.
-    base_oracle = _latest(items, lambda d: isinstance(d, ev.OracleChecked) and d.target == "baseline")
-    base_writes = set(base_oracle[1].outside_writes) if base_oracle else set()
-    if oracle is not None:
-        side += [f"wrote {p} outside its workspace" for p in oracle[1].outside_writes if p not in base_writes]
-    timed_base = conditions.get("baseline_binary_before")
-    if timed_base and conditions.get("baseline_binary_after") != timed_base:
-        timed_base = conditions.get("baseline_binary_after")
-    timed_cand = conditions.get("candidate_binary_before")
-    if timed_cand and conditions.get("candidate_binary_after") != timed_cand:
-        timed_cand = conditions.get("candidate_binary_after")
+    side = _side_effects(s, cid)
+    arms = timing[1].conditions.arms if timing else {}
+    timed_base, timed_cand = _timed_digest(arms.get(ref)), _timed_digest(arms.get(cid))
+    baseline_conditions, candidate_conditions = _conditions(s, cid)
 
     inputs = g.GateInputs(
         candidate=cid,
@@ -172,13 +248,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         run_side_effects=side,
         analysis=analysis,
         min_pairs=g.DEFAULT_MIN_PAIRS,
-        baseline_conditions=g.Conditions(host=run.host.hostname, argv=list(contract.run.argv),
-                                         inputs_sha256=None, tool_versions=versions_then),
-        candidate_conditions=g.Conditions(
-            host=conditions.get("host"),
-            argv=conditions.get("argv", "").split(" ") if conditions.get("argv") else [],
-            inputs_sha256=None, tool_versions=_parse_versions(conditions.get("tool_versions", "")),
-        ) if timing else g.Conditions(),
+        baseline_conditions=baseline_conditions,
+        candidate_conditions=candidate_conditions,
         binaries=g.Binaries(
             baseline_expected=base_build[1].binary_sha256 if base_build else None, baseline_timed=timed_base,
             candidate_built=build[1].binary_sha256 if build else None, candidate_timed=timed_cand,
@@ -195,12 +266,22 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
             host=run.host.hostname, tool_versions=versions_then, source_sha256=diff.source_sha256, run_id=run.run_id,
         ),
     )
-    gate_results = g.evaluate_gates(inputs)
+    gate_results = g.evaluate_gates(inputs, rules)
+    # Rules 3 also judge the oracle and the baseline, not only the candidate: an oracle that compares
+    # nothing caps the verdict at proposed; a baseline slower than at pw start makes it inconclusive.
+    ceiling, doubts = [], []
+    if rules >= 3:
+        if s.baseline_oracle is not None and s.baseline_oracle[1].compares_nothing:
+            ceiling.append(f"oracle: {s.baseline_oracle[1].compares_nothing}")
+        # (a chained candidate's reference is its parent, not the baseline pw start timed)
+        shifted = baseline_shift_reason(s.baseline_timing[1] if s.baseline_timing and ref == "baseline" else None,
+                                        timing[1] if timing else None)
+        if shifted is not None:
+            doubts.append(shifted)
     timing_fault = None
     if timing is None and oracle is not None and oracle[1].passed:
         # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
-        fault = mine(ev.FaultRecorded, target=cid)
-        timing_fault = fault[1] if fault is not None else None
+        timing_fault = s.fault[1] if s.fault is not None else None
     verdict = reach_verdict(
         gate_results, analysis, refused_edits=list(diff.refused),
         screening_estimate=_one_pair_estimate(timing[1], cid) if timing and inputs.exploratory else None,
@@ -208,6 +289,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
         oracle_passed=None if oracle is None else oracle[1].passed,
         exploratory=inputs.exploratory,
         timing_fault=timing_fault,
+        ceiling=ceiling,
+        doubts=doubts,
     )
     interval = None
     speedup = None
@@ -227,32 +310,10 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceStore
             analysis=analysis,
         ),
         gates=ev.GatesEvaluated(id=cid, attempt=attempt, gates=gate_results, inputs=msgspec.to_builtins(inputs),
-                                rules=g.GATE_RULES),
+                                rules=rules),
         verdict=ev.VerdictReached(
             id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
             speedup=speedup, interval=interval, exploratory=inputs.exploratory, reference=ref,
         ),
         profile_diff=diff_bytes,
     )
-
-
-def judge_candidate(handle, cid: str) -> list[ev.Payload]:
-    """The judgement batch for the candidate's latest attempt; keeps its profile diff as evidence
-    and writes candidates/<id>/profile/profile-diff.json for people and agents."""
-    from projections.materialize import write_atomic
-
-    j = judge_events(handle.ledger.events(), cid, handle.evidence)
-    if j.profile_diff is not None:
-        handle.evidence.put(j.profile_diff)
-        write_atomic(handle.path / "candidates" / cid / "profile" / "profile-diff.json", j.profile_diff)
-    return [j.evaluated, j.gates, j.verdict]
-
-
-def write_candidate_profile_files(handle, state, cid: str) -> None:
-    """candidates/<id>/profile/profile.json: the normalized reprofile, for people and agents."""
-    from projections.materialize import write_atomic
-
-    for normalized in state.profiles.values():
-        if normalized.target == cid:
-            out = handle.path / "candidates" / cid / "profile"
-            write_atomic(out / "profile.json", canonical_json(msgspec.json.decode(handle.evidence.get(normalized.profile_sha256))))

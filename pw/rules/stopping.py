@@ -70,23 +70,24 @@ def merge(parts: list[ev.TimingRecorded]) -> ev.TimingRecorded:
     for part in parts:
         for key, values in part.samples.items():
             samples.setdefault(key, []).extend(values)
-    conditions = dict(first.conditions)
-    for key in ("baseline_binary_after", "candidate_binary_after"):
-        if key in last.conditions:
-            conditions[key] = last.conditions[key]
-    # Any part timing another binary than the first shows up as a before/after mismatch.
-    for part in parts[1:]:
-        for arm in ("baseline", "candidate"):
-            if part.conditions.get(f"{arm}_binary_before") != first.conditions.get(f"{arm}_binary_before"):
-                conditions[f"{arm}_binary_after"] = part.conditions.get(f"{arm}_binary_before", "")
-    side = sorted({s for p in parts for s in p.conditions.get("side_effects", "").split("; ") if s})
-    conditions["side_effects"] = "; ".join(side)
+    arms = {}
+    for label, arm in first.conditions.arms.items():
+        after = last.conditions.arms[label].binary_after if label in last.conditions.arms else None
+        # A part that started on another tree than the first shows up as a before/after mismatch.
+        for part in parts[1:]:
+            other = part.conditions.arms.get(label)
+            if other is None or other.binary_before != arm.binary_before:
+                after = other.binary_before if other is not None else None
+                break
+        arms[label] = msgspec.structs.replace(arm, binary_after=after)
+    conditions = msgspec.structs.replace(
+        first.conditions,
+        arms=arms,
+        side_effects=sorted({e for p in parts for e in p.conditions.side_effects}),
+        pair_inputs=[list(a) for p in parts for a in p.conditions.pair_inputs],
+    )
     return msgspec.structs.replace(
-        last,
-        samples=samples,
-        order=[o for p in parts for o in p.order],
-        conditions=conditions,
-        inputs_sha256=first.inputs_sha256,
+        last, samples=samples, order=[o for p in parts for o in p.order], conditions=conditions
     )
 
 

@@ -8,10 +8,12 @@ Order of judgement, first match wins:
    failure only when its class is in ``REPAIRABLE_FAULTS``).
 2. **rejected** when the paired analysis says SLOWER (``slower:``) or SAME (``no-effect:``).
 3. **inconclusive** without an analysis, when it says INCONCLUSIVE, or for an exploratory campaign with
-   fewer pairs than the minimum (``inconclusive:``).
+   fewer pairs than the minimum (``inconclusive:``); and a FASTER candidate whose campaign's baseline
+   ran slower than at `pw start`, beyond noise (``baseline-shift:``; ``pw.stats.baseline_shift``).
 4. **verified** when all six gates of ``pw.rules.gates.GATE_NAMES`` are present and pass (one
    ``verified:`` reason summarising the speedup).
-5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``).
+5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and one
+   per ceiling: an oracle that compares nothing is no oracle (``no-oracle:``).
 
 ``Verdict.repairable`` (recorded as ``VerdictReached.repairable``) is True only when a rule-1 failure
 that an edit can address was found: the agent may fix the workspace and evaluate again, spending one
@@ -37,6 +39,8 @@ ORACLE_FAILED = "oracle-failed:"
 SLOWER = "slower:"
 NO_EFFECT = "no-effect:"
 INCONCLUSIVE = "inconclusive:"
+BASELINE_SHIFT = "baseline-shift:"
+NO_ORACLE = "no-oracle:"
 
 # Failures of the candidate's own program, which an edit can fix. The others (nondeterministic
 # baseline output, an unusable profiler) are about the workload or the host.
@@ -92,11 +96,15 @@ def reach_verdict(
     exploratory: bool,
     min_pairs: int = DEFAULT_MIN_PAIRS,
     timing_fault: FaultRecorded | None = None,
+    ceiling: Sequence[str] = (),
+    doubts: Sequence[str] = (),
     screening_estimate: float | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
-    ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did."""
+    ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did. ``doubts``
+    (the baseline itself ran slower than at start) make a FASTER candidate inconclusive; ``ceiling``
+    (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed."""
     by_name = {g.name: g for g in gates}
     a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
 
@@ -133,6 +141,8 @@ def reach_verdict(
         return Verdict("inconclusive", [f"{INCONCLUSIVE} {_summary(a)}, {_undecided(verdict, campaign)}"])
     if exploratory and n < min_pairs:
         return Verdict("inconclusive", [f"{INCONCLUSIVE} exploratory campaign, {n} pairs < {min_pairs}"])
+    if doubts:
+        return Verdict("inconclusive", [f"{BASELINE_SHIFT} {d}" for d in doubts])
 
     reasons = []
     for name in GATE_NAMES:
@@ -141,6 +151,7 @@ def reach_verdict(
             reasons.append(f"gate {name}: not evaluated")
         elif not g.passed:
             reasons.append(f"gate {name}: {g.detail}")
+    reasons += [f"{NO_ORACLE} {c}" for c in ceiling]
     if reasons:
         return Verdict("proposed", reasons)
     return Verdict("verified", [f"verified: {_summary(a)}; all six gates passed"])

@@ -3,6 +3,7 @@
 No I/O, no clock, no global random state. Speedup = baseline_time / candidate_time (> 1: faster).
 """
 
+from .effect import verdict_of
 from .errors import StatsInputError
 from .model import (
     FASTER,
@@ -28,7 +29,6 @@ from .paired import analyze_pairs, reanalyze
 from .planning import fixed_power, pairs_needed, plan_sequential
 from .samples import log_ratios
 from .sequential import redecide, sequential_decision
-from .effect import verdict_of
 
 __all__ = [
     "FASTER",

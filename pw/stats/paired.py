@@ -20,6 +20,7 @@ import numpy as np
 from scipy.stats import DegenerateDataWarning, bootstrap, t, wilcoxon
 
 from .drift import drift_report
+from .effect import verdict_of
 from .errors import StatsInputError
 from .model import (
     INCONCLUSIVE,
@@ -38,7 +39,6 @@ from .order import interleaved_order
 from .outliers import DEFAULT_THRESHOLD, flag_outliers
 from .robust import hodges_lehmann
 from .samples import check_int, check_min_effect, check_open_unit, check_positive, paired_times
-from .effect import verdict_of
 
 # benchmarks/stats_sim.py: BCa covers 0.86-0.90 at 10 pairs and 0.89-0.93 at 30 (normal and t3 noise),
 # 0.925-0.95 at 100; below 100 pairs it would be a narrower interval that is not a 95% one.

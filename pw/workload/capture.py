@@ -17,7 +17,7 @@ from ledger import events as ev
 from ledger.contract import Contract
 from ledger.errors import ToolError
 from ledger.evidence import EvidenceStore
-from ledger.profile import Profile, decode_profile, encode_profile
+from ledger.profile import Profile, encode_profile
 from pw.workload.steps import Target
 
 # Profilers slow programs down; the capture gets this many times the run's own timeout.
@@ -72,6 +72,7 @@ def capture(
             wall_s=round(cap.wall_s, 6),
             tool_version=cap.tool_version or None,
             command=cap.commands[0] if cap.commands else [],
+            can_reprofile=adapter.spec.can_reprofile,
             source_root=root,
         ),
         normalized=ev.ProfileNormalized(
@@ -83,10 +84,6 @@ def capture(
         ),
         profile=profile,
     )
-
-
-def load_profile(evidence: EvidenceStore, sha: str) -> Profile:
-    return decode_profile(evidence.get(sha))
 
 
 def renormalize(evidence: EvidenceStore, captured: ev.ProfileCaptured, build_dir: str) -> bytes:

@@ -39,12 +39,17 @@ def _method(contract: Contract) -> str:
     o = contract.oracle
     if o.kind == "stable":
         return "inferred: exit 0 and output stable across two runs"
+    if o.kind == "baseline":
+        gens = f" + fresh holdouts from {len(o.generators)} generator(s)" if o.generators else ""
+        return f"stdout vs the baseline's on the same input (reproducible across two runs){gens}"
     if o.kind == "exit":
         return "exit status 0"
     if o.kind == "command":
         return f"command `{' '.join(o.argv or [])}` exits 0"
     where = "stdout" if o.kind == "stdout" else f"file {o.path}"
     extra = f" + {len(o.holdout)} holdout input(s)" if o.holdout else ""
+    if o.generators:
+        extra += f" + fresh holdouts from {len(o.generators)} generator(s)"
     return f"{where} vs {o.reference}{extra}"
 
 
@@ -74,6 +79,11 @@ def _result(contract, target, passed, detail, run, evidence, *, fault_class=None
     return OracleResult(event, fault, run)
 
 
+def _skip(contract: Contract) -> str | None:
+    """Lines that carry the ROI metric are timing, not output: never compared."""
+    return contract.metric.pattern if contract.metric.kind == "roi" else None
+
+
 def _with_outside(result: OracleResult, outside: list[str]) -> OracleResult:
     if not outside:
         return result
@@ -89,13 +99,32 @@ def check(
     evidence: EvidenceStore,
     *,
     stable_reference: str | None = None,
+    baseline: Target | None = None,
+    fresh: list[list[str]] = (),  # type: ignore[assignment]
 ) -> OracleResult:
-    """Run the oracle for `target`. For an inferred (`stable`) oracle, the baseline is run twice;
-    a candidate is compared with the baseline's first output (`stable_reference`). The first run
-    is traced for writes outside the workspace (`OracleChecked.outside_writes`)."""
+    """Run the oracle for `target`. For an inferred (`stable`) or `baseline` oracle, the baseline is
+    run twice; a candidate is compared with the baseline's first output (`stable_reference`). The
+    first run is traced for writes outside the workspace (`OracleChecked.outside_writes`). Then the
+    `fresh` holdout inputs (drawn after the build) run on `baseline` and the target and are compared
+    (`pw.workload.differential`); the event says what all of it compared."""
+    from pw.workload import differential
+
     first = run_once(contract, target, scratch, tag="oracle", trace_writes=True)
-    return _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference),
-                         first.outside_writes)
+    n_stderr = differential.stderr_lines(first)
+    result = _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference),
+                           first.outside_writes)
+    lines: list[str] = []
+    if result.event.passed and fresh and baseline is not None:
+        ok, detail, lines, failed = differential.run_fresh(contract, target, baseline, scratch, list(fresh))
+        if not ok:
+            failed_result = _result(contract, target, False, detail, failed, evidence)
+            result = _with_outside(failed_result, first.outside_writes)
+        else:
+            event = msgspec.structs.replace(result.event, detail=f"{result.event.detail}; {detail}")
+            result = msgspec.structs.replace(result, event=event)
+    event = differential.finish(contract, result.event, first, fresh=list(fresh), fresh_lines=lines,
+                                  n_stderr=n_stderr)
+    return msgspec.structs.replace(result, event=event, fault=result.fault)
 
 
 def _check(contract, target, reference_dir, scratch, evidence, first, stable_reference) -> OracleResult:
@@ -107,20 +136,24 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
         return _result(contract, target, False, first.metric_error, first, evidence, fault_class="launch-failed")
     if o.kind == "exit":
         return _result(contract, target, True, "exit status 0", first, evidence)
-    if o.kind == "stable":
+    if o.kind in ("stable", "baseline"):
         if stable_reference is None:
             second = run_once(contract, target, scratch, tag="oracle-2")
             failure = classify(second)
             if failure is not None:
                 msg = "second run: " + failure_message(contract, second)
                 return _result(contract, target, False, msg, second, evidence, fault_class=failure)
-            cmp = compare_text(second.stdout, first.stdout, rtol=o.rtol, atol=o.atol)
+            cmp = compare_text(second.stdout, first.stdout, rtol=o.rtol, atol=o.atol, skip_pattern=_skip(contract))
             if not cmp.passed:
                 msg = f"output differs between two identical runs: {cmp.detail}"
                 return _result(contract, target, False, msg, first, evidence, fault_class="nondeterministic-output")
-            return _result(contract, target, True, f"exit 0 and output stable across two runs ({cmp.detail})", first, evidence)
-        cmp = compare_text(first.stdout, stable_reference, rtol=o.rtol, atol=o.atol)
-        return _result(contract, target, cmp.passed, f"vs baseline output: {cmp.detail}", first, evidence)
+            detail = f"exit 0 and output stable across two runs ({cmp.detail})"
+        else:
+            cmp = compare_text(first.stdout, stable_reference, rtol=o.rtol, atol=o.atol, skip_pattern=_skip(contract))
+            detail = f"vs baseline output: {cmp.detail}"
+            if not cmp.passed:
+                return _result(contract, target, False, detail, first, evidence)
+        return _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, [detail])
     if o.kind == "command":
         result = run_process(
             list(o.argv or []),
@@ -136,7 +169,12 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
     cmp = compare_with_reference(contract, reference_dir, first, o.reference or "")
     if not cmp.passed:
         return _result(contract, target, False, f"vs {o.reference}: {cmp.detail}", first, evidence)
-    details = [f"vs {o.reference}: {cmp.detail}"]
+    return _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, [f"vs {o.reference}: {cmp.detail}"])
+
+
+def _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, details) -> OracleResult:
+    """The manifest's fixed holdout inputs, each against its own reference file."""
+    o = contract.oracle
     for i, holdout in enumerate(o.holdout):
         run = run_once(contract, target, scratch, argv=holdout.argv, tag=f"holdout-{i}")
         failure = classify(run)

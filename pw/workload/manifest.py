@@ -44,6 +44,28 @@ def _argv_env(step, field: str, name: str) -> None:
                              f"got {key!r}")
 
 
+def _generator(gen, field: str, name: str) -> None:
+    from pw.workload.holdouts import placeholders
+
+    for j, arg in enumerate(gen.argv):
+        if "\x00" in arg:
+            raise InputError(f"{name}: {field}.argv[{j}]: expected a string without NUL bytes")
+    used = placeholders(gen)
+    missing = [p for p in used if p not in gen.ranges]
+    if missing:
+        raise InputError(f"{name}: {field}.ranges: expected a [low, high] range for placeholder {missing[0]!r}")
+    unused = sorted(set(gen.ranges) - set(used))
+    if unused:
+        raise InputError(f"{name}: {field}.ranges: {unused[0]!r} is not a placeholder of argv "
+                         f"(expected one of {used})")
+    for key, (low, high) in sorted(gen.ranges.items()):
+        if low > high:
+            raise InputError(f"{name}: {field}.ranges.{key}: expected [low, high] with low <= high, got [{low}, {high}]")
+    if gen.seed is not None and gen.seed not in gen.ranges:
+        raise InputError(f"{name}: {field}.seed: expected the name of a placeholder (one of {used}) or null, "
+                         f"got {gen.seed!r}")
+
+
 def check_contract(c: Contract, workload: Path, *, name: str) -> None:
     """Cross-field rules: paths stay inside the workload, each oracle kind has what it needs."""
     _relative(c.source.root, "source.root", name)
@@ -52,6 +74,11 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
         _argv_env(step, f"build[{i}]", name)
     for i, h in enumerate(c.oracle.holdout):
         _argv_env(h, f"oracle.holdout[{i}]", name)
+    for i, gen in enumerate(c.oracle.generators):
+        _generator(gen, f"oracle.generators[{i}]", name)
+    if c.oracle.generators and c.oracle.kind in ("exit", "command"):
+        raise InputError(f"{name}: oracle.generators: expected an output-comparing oracle kind (stdout, file, "
+                         f"baseline or stable), got {c.oracle.kind!r}")
     for j, arg in enumerate(c.oracle.argv or []):
         if "\x00" in arg:
             raise InputError(f"{name}: oracle.argv[{j}]: expected a string without NUL bytes")

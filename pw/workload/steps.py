@@ -8,6 +8,7 @@ reported, so results cannot be cached across runs through the workspace.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -124,6 +125,18 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
 
 def _all_files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def inputs_digest(contract: Contract, target: Target) -> str:
+    """sha256 over the contract's declared inputs as found in the target's built tree (path and
+    content of each; a missing one counts as missing): what the significance gate compares, so a
+    candidate that edits its input to do less work is not timed against the baseline's."""
+    h = hashlib.sha256()
+    for rel in sorted(contract.inputs):
+        path = target.build_dir / rel
+        digest = workspace.file_sha256(path) if path.is_file() else "missing"
+        h.update(rel.encode() + b"\0" + digest.encode() + b"\n")
+    return h.hexdigest()
 
 
 def binary_digest(target: Target) -> str:

@@ -63,10 +63,6 @@ def tree_digest(root: Path, files: list[str]) -> str:
     return h.hexdigest()
 
 
-def tree_manifest(root: Path, files: list[str]) -> dict[str, str]:
-    return {rel: file_sha256(root / rel) for rel in sorted(files)}
-
-
 def copy_files(src: Path, dest: Path, files: list[str]) -> None:
     """Copy the listed files, preserving relative layout and permission bits (not times)."""
     for rel in files:

@@ -32,7 +32,6 @@ GENERIC_NAMES = frozenset(
      "Callable", "int", "float", "str", "bytes", "bool", "None", "object", "type", "typing", "collections",
      "abc", "np", "numpy", "ndarray", "NDArray", "deque", "defaultdict", "Counter", "OrderedDict"}
 )
-LOOP_NODES = (ast.For, ast.AsyncFor, ast.While)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 

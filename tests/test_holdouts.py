@@ -1,0 +1,91 @@
+"""Holdout generators (issue 12, item 1): templates, validation, seeded draws, per-pair inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.contract import Contract, HoldoutGenerator, Oracle, Source, Step
+from ledger.errors import InputError
+from pw.workload.holdouts import bind, draw_holdouts, draw_pair_inputs, pair_generator, placeholders
+from pw.workload.manifest import load_manifest
+from tests.conftest import WORKLOADS
+
+GEN = HoldoutGenerator(argv=["./matmul", "{n}", "{seed}"], ranges={"n": [64, 200], "seed": [0, 4294967295]}, count=3)
+
+
+def contract(*gens: HoldoutGenerator, argv=("./matmul", "720", "1")) -> Contract:
+    return Contract(version=1, name="m", source=Source(editable=["matmul.c"]), run=Step(argv=list(argv)),
+                    oracle=Oracle(kind="baseline", generators=list(gens)))
+
+
+@given(st.integers(min_value=0, max_value=2**63 - 1))
+def test_draws_stay_in_their_ranges_and_replay_from_the_seed(seed):
+    inputs = draw_holdouts([GEN], seed)
+    assert inputs == draw_holdouts([GEN], seed)  # an auditor replays them from the recorded seed
+    assert len(inputs) == 3
+    for argv in inputs:
+        assert argv[0] == "./matmul" and 64 <= int(argv[1]) <= 200 and 0 <= int(argv[2]) <= 4294967295
+
+
+def test_different_seeds_draw_different_inputs():
+    assert len({tuple(map(tuple, draw_holdouts([GEN], s))) for s in range(20)}) == 20
+
+
+def test_templates_bind_literal_and_embedded_placeholders():
+    gen = HoldoutGenerator(argv=["./p", "--n={n}", "{steps}", "{seed}"], ranges={"n": [1, 9], "steps": [1, 5],
+                                                                                 "seed": [0, 9]})
+    assert placeholders(gen) == ["n", "steps", "seed"]
+    assert bind(gen, ["./p", "--n=1000", "50", "1"]) == {"n": 1000, "steps": 50, "seed": 1}
+    assert bind(gen, ["./q", "--n=1000", "50", "1"]) is None
+    assert bind(gen, ["./p", "1000", "50", "1"]) is None
+    assert bind(gen, ["./p", "--n=1000", "50"]) is None
+
+
+def test_each_pair_keeps_the_timed_size_and_draws_a_new_seed():
+    c = contract(GEN)
+    assert pair_generator(c) == (GEN, {"n": 720, "seed": 1})
+    inputs = draw_pair_inputs(c, 12345, 5)
+    assert [a[:2] for a in inputs] == [["./matmul", "720"]] * 5
+    assert len({a[2] for a in inputs}) == 5 and inputs == draw_pair_inputs(c, 12345, 5)
+    assert draw_pair_inputs(contract(GEN, argv=("./other", "720", "1")), 1, 5) is None
+    no_seed = HoldoutGenerator(argv=GEN.argv, ranges=GEN.ranges, seed=None)
+    assert draw_pair_inputs(contract(no_seed), 1, 5) is None
+
+
+@pytest.mark.parametrize("gen, expected", [
+    ({"argv": ["./m", "{n}"], "ranges": {}}, "oracle.generators[0].ranges: expected a [low, high] range for "
+                                             "placeholder 'n'"),
+    ({"argv": ["./m", "{n}"], "ranges": {"n": [1, 2], "k": [1, 2]}}, "'k' is not a placeholder of argv"),
+    ({"argv": ["./m", "{n}"], "ranges": {"n": [5, 2]}, "seed": None}, "ranges.n: expected [low, high] with low <= high"),
+    ({"argv": ["./m", "{n}"], "ranges": {"n": [1, 2]}}, "oracle.generators[0].seed: expected the name of a placeholder"),
+    ({"argv": ["./m", "{n}"], "ranges": {"n": [1, 2, 3]}, "seed": "n"}, "oracle.generators[0].ranges[...]: expected a list of length <= 2"),
+])
+def test_bad_generators_are_one_line_naming_the_field(tmp_path, gen, expected):
+    (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
+    (tmp_path / "profileweaver.json").write_text(json.dumps({
+        "version": 1, "name": "m", "source": {"editable": ["m.c"]}, "run": {"argv": ["./m", "3"]},
+        "oracle": {"kind": "baseline", "generators": [gen]}}))
+    with pytest.raises(InputError) as info:
+        load_manifest(tmp_path)
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_generators_need_an_oracle_that_compares_output(tmp_path):
+    (tmp_path / "m.c").write_text("int main(void){return 0;}\n")
+    (tmp_path / "profileweaver.json").write_text(json.dumps({
+        "version": 1, "name": "m", "source": {"editable": ["m.c"]}, "run": {"argv": ["./m", "3"]},
+        "oracle": {"kind": "exit", "generators": [{"argv": ["./m", "{n}"], "ranges": {"n": [1, 2]}, "seed": "n"}]}}))
+    with pytest.raises(InputError, match="expected an output-comparing oracle kind"):
+        load_manifest(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["matmul-c", "particles-aos-c", "pyloop"])
+def test_every_bundled_workload_declares_generators_that_match_its_timed_run(name):
+    c, _ = load_manifest(WORKLOADS / name)
+    assert c.oracle.kind == "baseline" and c.oracle.generators
+    assert pair_generator(c) is not None, "each timed pair must be able to draw a fresh input"
+    assert all(h.reference.startswith("reference/") for h in c.oracle.holdout)
