@@ -98,3 +98,18 @@ def test_winner_confirmation_screening_ranks_and_status_names_the_one_to_confirm
     text = pw_main("status", run)
     assert f"next: pw confirm {run} {ranking[0]}" in text.out.replace("\n", " ") or "next: pw confirm" in text.out
     assert "(one pair, exploratory)" in text.out
+
+
+@pytest.mark.slow
+def test_every_json_file_of_a_run_has_a_schema_and_validates(matmul_interchange):
+    from pw.export.schemas import type_for_file
+
+    run = matmul_interchange
+    assert (run / "profile.baseline.json").is_file()
+    files = [p for p in run.rglob("*.json") if "raw" not in p.relative_to(run).parts
+             and not {"baseline", "src", "build", "scratch"} & set(p.relative_to(run).parts)]
+    assert any(p.name == "profile-diff.json" for p in files), files
+    for path in files:
+        assert type_for_file(path) is not None, path
+        result = pw_main("validate", path)
+        assert result.code == 0, (path, result)
