@@ -34,6 +34,9 @@ class CandidateState(msgspec.Struct, frozen=True):
     verdict: ev.VerdictReached | None = None
     confirmation: ev.WinnerConfirmed | None = None
     prepared_seq: int = 0
+    # After a verified verdict: where the time goes in this candidate now (the refreshed brief).
+    brief: ev.BriefEmitted | None = None
+    source_targets: ev.SourceTargetsEmitted | None = None
 
 
 class RunState(msgspec.Struct, frozen=True):
@@ -103,8 +106,12 @@ def _apply(state: RunState, env: Envelope) -> RunState:
         case ev.HotspotSelected():
             return replace(state, hotspot=data)
         case ev.SourceTargetsEmitted():
+            if data.target in state.candidates:
+                return _candidate(state, data.target, source_targets=data)
             return replace(state, source_targets=data) if data.target == "baseline" else state
         case ev.BriefEmitted():
+            if data.target in state.candidates:
+                return _candidate(state, data.target, brief=data)
             return replace(state, brief=data) if data.target == "baseline" else state
         case ev.CandidatePrepared():
             cand = CandidateState(prepared=data, prepared_seq=env.seq)

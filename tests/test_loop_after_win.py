@@ -113,3 +113,26 @@ def test_every_json_file_of_a_run_has_a_schema_and_validates(matmul_interchange)
         assert type_for_file(path) is not None, path
         result = pw_main("validate", path)
         assert result.code == 0, (path, result)
+
+
+@pytest.mark.slow
+def test_a_verified_candidate_gets_a_refreshed_brief_for_the_next_idea(matmul_interchange):
+    from ledger import events as ev
+    from pw.agent.brief import TOKEN_BUDGET
+    from tests.conftest import ledger_events
+
+    run = matmul_interchange
+    verdict = next(e.data for e in ledger_events(run) if isinstance(e.data, ev.VerdictReached) and e.data.id == "a")
+    assert verdict.status == "verified"
+    brief = next(e.data for e in ledger_events(run) if isinstance(e.data, ev.BriefEmitted) and e.data.target == "a")
+    baseline = next(e.data for e in ledger_events(run) if isinstance(e.data, ev.BriefEmitted) and e.data.target == "baseline")
+    assert brief.tokens <= TOKEN_BUDGET
+    text = (run / "candidates" / "a" / "agent-brief.txt").read_text()
+    assert text == brief.text and "Current best a" in text and "ID:current:MECHANISM" in text, text
+    # its numbers come from a's reprofile: the hotspot share and the remaining Amdahl ceiling changed
+    assert brief.numbers["hotspot"]["share"] != baseline.numbers["hotspot"]["share"]
+    assert brief.numbers["current"] == "a" and brief.numbers["cumulative"] > 1.0
+    assert (run / "candidates" / "a" / "profile" / "source-targets.json").is_file()
+    for rel in brief.numbers["slices"]:
+        assert rel["path"].startswith("candidates/a/source-slices/") and (run / rel["path"]).is_file()
+    assert pw_main("audit", run).code == 0  # a projection: rebuilt byte for byte

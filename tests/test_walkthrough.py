@@ -49,6 +49,8 @@ def test_root_skill_walkthrough_runs_from_start_to_confirm(tmp_path, monkeypatch
         elif argv[0] in ("evaluate", "confirm"):
             assert code == 0, f"{line}: exit {code}\n{out}"
             assert "verified" in out
+            if argv[0] == "evaluate":  # after a win: where the time goes now, and the next command
+                assert "brief for the next idea:" in out and "--candidate ID:current:MECHANISM" in out, out
         else:
             assert code == 0, f"{line}: exit {code}\n{out}"
     assert main(["audit", run_dir]) == 0

@@ -33,10 +33,15 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
 
     `run_ref` names the run in the next command; the default is the run directory's path."""
     hs = n["hotspot"]
+    # A refreshed brief (after a verified candidate) describes the current best, not the baseline.
+    current = n.get("current")
+    subject = (f"Current best {current} ({n['cumulative']:.3g}x over baseline)" if current and n.get("cumulative")
+               else f"Current best {current}" if current else "Baseline")
+    slices_dir = n.get("slices_dir", "source-slices/")
     lines = [
         BriefLine(f"ProfileWeaver brief · run {n['run_id']} · workload {n['workload']}", 0),
         BriefLine(
-            f"Baseline: {n['metric']} {n['baseline_mean_s']:.4g} s over {n['baseline_runs']} runs "
+            f"{subject}: {n['metric']} {n['baseline_mean_s']:.4g} s over {n['baseline_runs']} runs "
             f"(CV {_pct(n['baseline_cv'] or 0.0)}); oracle: {n['oracle']}",
             0,
         ),
@@ -57,8 +62,8 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         lines.append(BriefLine(f"Mechanism {i + 1}: {text}", 1 if i == 0 else 3 + i))
     slices = n.get("slices", [])
     if slices:
-        shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[:3])
-        lines.append(BriefLine(f"Read source-slices/: {shown}", 0))
+        shown = "; ".join(f"{s['path'].removeprefix(slices_dir)} ({s['range']})" for s in slices[:3])
+        lines.append(BriefLine(f"Read {slices_dir}: {shown}", 0))
         if len(slices) > 3:
             lines.append(BriefLine("Also: " + "; ".join(f"{s['path']}" for s in slices[3:6]), 6))
     for f in n.get("frontier", [])[:2]:
@@ -70,8 +75,8 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
             "mechanism (hotspot shrink explains the saving), no collateral, attribution, reproducible.",
             0,
         ),
-        BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate ID:baseline:MECHANISM; "
-                  "pw evaluate RUN ID", 0),
+        BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate "
+                  f"ID:{'current' if current else 'baseline'}:MECHANISM; pw evaluate RUN ID", 0),
     ]
     return lines
 

@@ -41,6 +41,7 @@ class EvaluateResult(msgspec.Struct, frozen=True):
     reference: str = "baseline"  # what `speedup` is over: the baseline, or a chained candidate's parent
     cumulative: float | None = None  # over the baseline, along the chain (interval approximate)
     cumulative_interval: list[float] | None = None
+    brief: str | None = None  # after a verified verdict: the refreshed brief for the next idea
 
 
 def candidate_target(handle: RunHandle, cid: str, ws: Path, files: list[str]) -> execute.Target:
@@ -164,6 +165,9 @@ def _judged(handle: RunHandle, state, cid: str, attempt: int, scratch: Path, pro
     progress("gates")
     batch = judge_candidate(handle, cid)
     state = handle.record(state, batch)
+    brief = None
+    if state.candidates[cid].verdict.status == "verified":
+        state, brief = refresh_brief(handle, state, cid, progress)
     verdict = state.candidates[cid].verdict
     gates = state.candidates[cid].gates
     repairs_left = max(0, run.budgets.repairs - max(0, state.candidates[cid].failed_attempts - 1))
@@ -176,7 +180,46 @@ def _judged(handle: RunHandle, state, cid: str, attempt: int, scratch: Path, pro
         exploratory=verdict.exploratory,
         patch=str(handle.path / "variants" / f"{cid}.patch"), repairs_left=repairs_left,
         **_campaign_fields(state.candidates[cid].evaluation), **_cumulative_fields(state, cid),
+        brief=brief,
     )
+
+
+def refresh_brief(handle: RunHandle, state, cid: str, progress) -> tuple[object, str | None]:
+    """After a verified verdict: where the time goes in `cid` now. Its reprofile gives the hotspot
+    and the remaining Amdahl ceiling; the source locator runs on its workspace for new targets and
+    slices; the brief (same token budget) says what the next `ID:current:...` idea starts from.
+    Recorded as SourceTargetsEmitted/BriefEmitted for `cid`; written as candidates/<id>/agent-brief.txt."""
+    import statistics
+
+    from ledger.profile import decode_profile
+    from projections.state import cumulative
+    from pw.app.profile_baseline import source_and_brief
+    from pw.rules import hotspot as hs
+
+    cand = state.candidates[cid]
+    prof = next((p for p in state.profiles.values() if p.target == cid), None)
+    if prof is None:
+        return state, None
+    profile = decode_profile(handle.evidence.get(prof.profile_sha256))
+    ws = handle.path / cand.prepared.workspace
+    files = workspace.source_files(ws)
+    target = candidate_target(handle, cid, ws, files)
+    editable = {f for f in files if candidates.is_editable(f, state.run.contract)}
+    try:
+        hot = hs.select_hotspot(profile, editable)
+    except ValueError:
+        return state, None
+    progress("brief for the current best")
+    timing = next((t for t in reversed(state.timings) if t.targets[-1] == cid), None)
+    xs = list(timing.samples.get(cid, [])) if timing else []
+    cum = cumulative(state, cid)
+    extra = {"current": cid, "cumulative": cum.speedup if cum else None,
+             "baseline_mean_s": round(statistics.fmean(xs), 6) if xs else 0.0, "baseline_runs": len(xs),
+             "baseline_cv": round(statistics.stdev(xs) / statistics.fmean(xs), 6) if len(xs) > 1 else None}
+    events = source_and_brief(handle, state, target, hot, profile, profile, prof.adapter, label=cid,
+                              slices_dir=f"candidates/{cid}/source-slices/", extra=extra)
+    state = handle.record(state, events)
+    return state, str(handle.path / "candidates" / cid / "agent-brief.txt")
 
 
 def _cumulative_fields(state, cid: str) -> dict:

@@ -142,7 +142,10 @@ def _evidence_text(e: dict) -> str:
     return f"{e['name']}={value:.3g}" if isinstance(value, (int, float)) else e["name"]
 
 
-def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str):
+def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str,
+                     *, label: str = "baseline", slices_dir: str = "source-slices/", extra: dict | None = None):
+    """Source targets, slices and the agent brief for `label`'s tree (the baseline at start; the
+    current best after a verified candidate, with `extra` numbers saying which and how fast)."""
     from pw.agent.brief import render_brief
     from pw.agent.source.locator import locate
     from pw.agent.tokens import TOKENIZER, count_tokens
@@ -153,8 +156,8 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     line_shares = _line_shares(line_profile, hot.operation)
     hot_lines = sorted(h["line"] for h in line_shares)
     located = None
-    if hot.file and (handle.path / "baseline" / hot.file).is_file():
-        located = locate(handle.path / "baseline", list(contract.source.editable), hot.file, hot.name, hot_lines)
+    if hot.file and (target.src_dir / hot.file).is_file():
+        located = locate(target.src_dir, list(contract.source.editable), hot.file, hot.name, hot_lines)
     measurements: dict = {"hotspot_share": hot.share, "hotspot_symbol": hot.name,
                           "line_shares": {h["line"]: h["share"] for h in line_shares}}
     op = line_profile.operation(hot.operation)
@@ -171,12 +174,12 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         for t in located.targets:
             if t.slice and t.slice not in names:
                 stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{t.role}-{t.symbol}").strip("-")[:48]
-                names[t.slice] = f"source-slices/{len(names) + 1:02d}-{stem}.txt"
+                names[t.slice] = f"{slices_dir}{len(names) + 1:02d}-{stem}.txt"
                 slices_info.append({"path": names[t.slice], "range": f"{t.file}:{t.line_start}-{t.line_end}",
                                     "role": t.role, "symbol": t.symbol})
         slices = {names[k]: text for k, text in located.slices.items() if k in names}
         out.append(ev.SourceTargetsEmitted(
-            target="baseline", document=doc, slices=dict(sorted(slices.items())),
+            target=label, document=doc, slices=dict(sorted(slices.items())),
             frontier=located.frontier_lines(), mechanisms=mech_dicts,
             editable=sorted({t.file for t in located.targets if t.editable}),
         ))
@@ -214,6 +217,9 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         # Point the agent at the hot ranges first.
         focus_files = [t.file for t in located.targets if t.editable]
         numbers["editable"] = sorted(set(editable), key=lambda f: (f not in focus_files, f))
+    numbers.update(extra or {})
+    if label != "baseline":
+        numbers["slices_dir"] = slices_dir
     text, tokens = render_brief(numbers, count_tokens)
     view = {
         "profile": {"adapter": adapter, "tool": discovery.tool, "tool_version": discovery.tool_version,
@@ -230,6 +236,6 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
              "agent-view.json": count_tokens(msgspec.json.encode(view).decode())}
     for name, body in (out[0].slices.items() if out else []):
         costs[name] = count_tokens(body)
-    out.append(ev.BriefEmitted(target="baseline", text=text, tokens=tokens, tokenizer=TOKENIZER,
+    out.append(ev.BriefEmitted(target=label, text=text, tokens=tokens, tokenizer=TOKENIZER,
                                numbers=numbers, view=view, costs=costs))
     return out

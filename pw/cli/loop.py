@@ -74,6 +74,9 @@ def evaluate(args) -> int:
         lines.append(f"  patch: {result.patch}")
         if result.repairable and result.repairs_left:
             lines.append(f"  repairs left: {result.repairs_left} (edit the workspace and evaluate again)")
+        if result.brief:
+            lines.append(f"  brief for the next idea: {result.brief}")
+            lines.append(f"next: pw prepare {handle.path} --candidate ID:current:MECHANISM")
         if result.status == "inconclusive" and result.stop == "budget":
             more = f" {result.more_pairs}" if result.more_pairs else ""
             lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}")
