@@ -96,8 +96,8 @@ def test_winner_confirmation_screening_ranks_and_status_names_the_one_to_confirm
     assert ranking == sorted(screened, key=lambda c: -screened[c])
     assert status["to_confirm"] == ranking[0]
     text = pw_main("status", run)
-    assert f"next: pw confirm {run} {ranking[0]}" in text.out.replace("\n", " ") or "next: pw confirm" in text.out
-    assert "(one pair, exploratory)" in text.out
+    assert "next: pw confirm" in text.out and f"{ranking[0]}   (best one-pair screening estimate" in text.out
+    assert all(r["exploratory"] for r in status["candidates"])
 
 
 @pytest.mark.slow
