@@ -198,8 +198,8 @@ def running_interval(log_ratios: Sequence[float] | np.ndarray, params: CampaignP
 def stop_line(look: Look, params: CampaignParams) -> str:
     """What would stop the campaign from here, for a progress line."""
     return (
-        f"stops when the interval clears {1 + params.min_effect:.3g} (faster) or {1 / (1 + params.min_effect):.3g} "
-        f"(slower), fits in ±{params.margin:.0%} (no effect), or at {params.max_pairs} pairs / {params.max_time_s:.0f} s"
+        f"stops: CI > {1 + params.min_effect:.3g} faster, < {1 / (1 + params.min_effect):.3g} slower, "
+        f"within ±{params.margin:.0%} no effect, or {params.max_pairs} pairs / {params.max_time_s:.0f} s"
     )
 
 
