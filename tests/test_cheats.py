@@ -113,7 +113,9 @@ def test_cache_file_across_runs_fails_correctness(matmul_template, tmp_path):
     assert out["status"] != "verified"
     corr = gate(out, "correctness")
     assert not corr["passed"]
-    assert "runs changed their tree" in corr["detail"] and ".matmul-cache-720-1.bin" in corr["detail"]
+    # every pair runs a fresh input, so each leaves its own cache file; an adaptive campaign may run
+    # many pairs, and the detail names the first few
+    assert "runs changed their tree" in corr["detail"] and ".matmul-cache-720-" in corr["detail"]
     if out["status"] == "proposed":  # significance passed by chance: correctness still blocks it
         assert any(r.startswith("gate correctness:") for r in out["reasons"])
     # The cache never survived into the next run: nothing of it is left in the build tree.
