@@ -60,9 +60,13 @@ def _timings(run: Path, cid: str) -> list[tuple[int, ev.TimingRecorded]]:
 def test_a_large_effect_stops_at_the_minimum_and_says_why(matmul_interchange):
     (seq, timing), = _timings(matmul_interchange, "a")
     record = timing.campaign
-    assert record is not None and [lk.n_pairs for lk in record.looks] == [5]
-    assert (record.looks[0].reason, record.stop) == ("faster", "decided")
-    assert len(timing.samples["a"]) == 5
+    looks = [lk.n_pairs for lk in record.looks]
+    assert (record.looks[-1].reason, record.stop) == ("faster", "decided")
+    assert looks == list(range(5, looks[-1] + 1, 2)) and len(timing.samples["a"]) == looks[-1]
+    # About 2x: on a quiet host the first look (the 5-pair minimum) decides; a loaded one may need a block more.
+    if _baseline_cv(matmul_interchange) <= 0.05:
+        assert looks == [5], looks
+    assert looks[-1] <= 9, looks
     evaluated = next(e.data for e in ledger_events(matmul_interchange) if isinstance(e.data, ev.CandidateEvaluated))
     assert evaluated.analysis["campaign"]["stop"] == "decided"
     # the reported interval is the anytime-valid one, never narrower than the fixed t-interval
@@ -90,7 +94,8 @@ def test_audit_names_a_stop_that_no_longer_follows_from_a_tampered_sample(matmul
     checks = {c["name"]: c for c in result.json()["checks"]}
     assert checks["chain"]["ok"] and not checks["stops"]["ok"]
     detail = checks["stops"]["detail"]
-    assert "timing campaign of a" in detail and "look 1 (after 5 pairs) recorded faster" in detail, detail
+    assert "timing campaign of a no longer stops where it did: look" in detail, detail
+    assert "recorded faster, but the samples give continue" in detail, detail
     assert result.json()["first_divergence"].startswith("stops:")
 
 
@@ -155,14 +160,19 @@ def _prepared(matmul_template, tmp_path, cid: str, patch: str) -> Path:
     return run
 
 
-def _quiet_enough(run: Path, cv_max: float = 0.03) -> None:
-    """Skip, saying why, when the run's own baseline-variance timing shows a host too noisy for a
-    ±2% claim within the default budget (at 3% CV, ±2% equivalence takes about 40 pairs)."""
+def _baseline_cv(run: Path) -> float:
+    """The run's own baseline-variance timing: SD of log run time (what `pw start` measured)."""
     import numpy as np
 
     base = next(e.data for e in ledger_events(run)
                 if isinstance(e.data, ev.TimingRecorded) and e.data.purpose == "baseline-variance")
-    cv = float(np.std(np.log(base.samples["baseline"]), ddof=1))
+    return float(np.std(np.log(base.samples["baseline"]), ddof=1))
+
+
+def _quiet_enough(run: Path, cv_max: float = 0.03) -> None:
+    """Skip, saying why, when the run's own baseline-variance timing shows a host too noisy for a
+    ±2% claim within the default budget (at 3% CV, ±2% equivalence takes about 40 pairs)."""
+    cv = _baseline_cv(run)
     if cv > cv_max:
         pytest.skip(f"this host's baseline wall-time CV is {cv:.1%} (> {cv_max:.0%}): too noisy to show ±2%")
 
