@@ -22,6 +22,15 @@ Designs; every one estimates the run-to-run variance from its own data:
     welch      back to back, all N A runs then all N B runs (what hyperfine users do), Welch's
                t-interval on log times: shown for comparison, not required to pass
 
+Adaptive campaigns (the last section) run the product's own controller, pw.stats.adaptive.run_campaign
+(what `pw evaluate` calls), fed the simulated run times of each campaign pair by pair, with the
+product's default stopping rule (margin ±2%, min 5 pairs, a look every 2 pairs) and max pairs
+= plan_sequential(cv_eff).max_pairs, at CV 5% and 10% under every noise model. The pairs ratio is
+the mean pairs used over true speedups 1.05/1.10/1.50 divided by fixedN, the fixed design sized for
+the same power (80% at a 5% effect; the campaign's measured power there is printed beside it).
+Coverage counts campaigns whose reported interval, read where the campaign stopped, holds the true
+speedup, over every cell including A/A.
+
 The pair order of the paired designs is blocked-random as in pw.stats.interleaved_order.
 Output: one table, then key=value lines; the four headline lines come last.
 """
@@ -41,6 +50,7 @@ from scipy import integrate, stats
 # The repository root first: benchmarks/ledger.py would otherwise shadow the `ledger` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pw.stats.adaptive import CampaignParams, run_campaign
 from pw.stats.effect import CODE_FASTER, verdict_codes
 from pw.stats.paired import t_interval_log
 from pw.stats.planning import pairs_needed, plan_sequential
@@ -98,13 +108,19 @@ class CellResult:
     pairs: dict[str, float]  # design -> mean pairs used
 
 
-def paired_log_ratios(rng, noise, cv, speedup, campaigns, pairs) -> np.ndarray:
+def paired_log_times(rng, noise, cv, speedup, campaigns, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """Log run times of the baseline and the candidate per pair, in a blocked-random pair order."""
     first_is_a = blocked_orders(rng, campaigns, pairs)
     base = 2 * np.arange(pairs)
     pos_a = base + np.where(first_is_a, 0, 1)
     pos_b = base + np.where(first_is_a, 1, 0)
     log_a = log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_a)
     log_b = -math.log(speedup) + log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_b)
+    return log_a, log_b
+
+
+def paired_log_ratios(rng, noise, cv, speedup, campaigns, pairs) -> np.ndarray:
+    log_a, log_b = paired_log_times(rng, noise, cv, speedup, campaigns, pairs)
     return log_a - log_b
 
 
@@ -141,6 +157,77 @@ def run_cell(seed_seq, noise, cv, speedup, campaigns, n_fixed, seq_params) -> Ce
             "welch": float(n_fixed),
         },
     )
+
+
+CAMPAIGN_CVS = (0.05, 0.10)
+CAMPAIGN_SPEEDUPS = (1.00, 1.05, 1.10, 1.50)
+
+
+@dataclass
+class CampaignCell:
+    pairs: float  # mean pairs used
+    faster: float  # rate of stops with FASTER
+    same: float  # rate of "no effect" (within the margin)
+    budget: float  # rate of spent budgets (inconclusive)
+    covered: float  # rate of reported intervals that hold the true speedup
+
+
+def campaign_cell(seed_seq, noise, cv, speedup, campaigns, params: CampaignParams) -> CampaignCell:
+    """`campaigns` runs of the product's controller on simulated timings of one cell."""
+    rng = np.random.Generator(np.random.PCG64(seed_seq))
+    log_a, log_b = paired_log_times(rng, noise, cv, speedup, campaigns, params.max_pairs)
+    base_s, cand_s = np.exp(log_a), np.exp(log_b)
+    pairs, faster, same, budget, covered = [], [], [], [], []
+    for i in range(campaigns):
+
+        def measure(first: int, count: int, i: int = i):
+            return base_s[i, first : first + count], cand_s[i, first : first + count]
+
+        last = run_campaign(measure, params).looks[-1]
+        pairs.append(last.n_pairs)
+        faster.append(last.reason == "faster")
+        same.append(last.reason == "same")
+        budget.append(last.kind == "budget")
+        low = 0.0 if last.low is None else last.low
+        high = math.inf if last.high is None else last.high
+        covered.append(low <= speedup <= high)
+    return CampaignCell(*(float(np.mean(x)) for x in (pairs, faster, same, budget, covered)))
+
+
+def campaign_section(root, campaigns: int) -> tuple[list[str], dict[str, float]]:
+    """The adaptive-campaign table and its headline numbers."""
+    cells: dict[tuple[str, float, float], CampaignCell] = {}
+    fixed: dict[tuple[str, float], int] = {}
+    for i, noise in enumerate(NOISES):
+        for j, cv in enumerate(CAMPAIGN_CVS):
+            cv_eff = effective_cv(noise, cv)
+            fixed[noise, cv] = pairs_needed(cv_eff, TARGET_EFFECT, min_effect=MIN_EFFECT)
+            params = CampaignParams(
+                max_pairs=plan_sequential(cv_eff, TARGET_EFFECT, min_effect=MIN_EFFECT).max_pairs,
+                max_time_s=1e12,
+            )
+            for k, speedup in enumerate(CAMPAIGN_SPEEDUPS):
+                child = np.random.SeedSequence(root.entropy, spawn_key=(77, i, j, k))
+                cells[noise, cv, speedup] = campaign_cell(child, noise, cv, speedup, campaigns, params)
+    lines = [
+        f"\nAdaptive campaigns (pw.stats.adaptive.run_campaign, {campaigns} per cell, margin "
+        f"±{CampaignParams().margin:.0%}): mean pairs, rate FASTER / no effect / budget, coverage",
+    ]
+    for noise in NOISES:
+        for cv in CAMPAIGN_CVS:
+            parts = []
+            for s in CAMPAIGN_SPEEDUPS:
+                c = cells[noise, cv, s]
+                parts.append(f"@{s:.2f} {c.pairs:5.1f}p F{c.faster:.2f} S{c.same:.2f} B{c.budget:.2f} cov{c.covered:.2f}")
+            lines.append(f"  {noise:7} {cv * 100:4.1f}% fixedN {fixed[noise, cv]:3d}  " + "  ".join(parts))
+    headline = {}
+    for cv in CAMPAIGN_CVS:
+        ratios = [cells[nz, cv, s].pairs / fixed[nz, cv] for nz in NOISES for s in (1.05, 1.10, 1.50)]
+        headline[f"campaign_pairs_ratio_cv{round(cv * 100)}"] = float(np.mean(ratios))
+    headline["campaign_power_at_5pct_min"] = min(cells[nz, cv, 1.05].faster for nz in NOISES for cv in CAMPAIGN_CVS)
+    headline["campaign_aa_false_verified"] = max(cells[nz, cv, 1.00].faster for nz in NOISES for cv in CAMPAIGN_CVS)
+    headline["campaign_coverage"] = min(c.covered for c in cells.values())
+    return lines, headline
 
 
 def bootstrap_coverage(rng, campaigns: int, n: int, noise: str) -> tuple[float, float]:
@@ -262,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"aa_false_faster_rate_sequential={aa_seq:.4f}")
     print(f"sequential_pairs_ratio={np.mean(ratios):.4f}")
     print(f"sequential_power_at_5pct={seq_power:.4f}")
+    lines, headline = campaign_section(root, campaigns)
+    print("\n".join(lines))
+    print(f"campaign_runtime_s={time.perf_counter() - started - runtime:.1f}")
+    print(f"campaign_power_at_5pct_min={headline['campaign_power_at_5pct_min']:.4f}")
+    for key in ("campaign_pairs_ratio_cv5", "campaign_pairs_ratio_cv10", "campaign_aa_false_verified",
+                "campaign_coverage"):
+        print(f"{key}={headline[key]:.4f}")
     return 0
 
 

@@ -85,8 +85,17 @@ class Oracle(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Sampling(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Paired timing campaigns. A campaign is adaptive: it runs `pairs` pairs (the minimum for
+    significance), then looks after every block of two pairs and stops when the anytime-valid
+    interval decides faster or slower, lies within ±`margin` (no effect), or a budget is spent
+    (`max_pairs` pairs, `max_time_s` seconds of campaign time; `pw evaluate --max-pairs/--max-time`
+    override them for one call, `--more` continues an inconclusive campaign)."""
+
     mode: Literal["standard", "winner-confirmation"] = "standard"
     pairs: Annotated[int, msgspec.Meta(ge=5, le=200)] = 5
+    margin: Annotated[float, msgspec.Meta(gt=0.0, lt=0.5)] = 0.02
+    max_pairs: Annotated[int, msgspec.Meta(ge=5, le=10000)] = 40
+    max_time_s: Annotated[float, msgspec.Meta(gt=0.0)] = 600.0
 
 
 class Profiling(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -194,6 +194,38 @@ class FaultRecorded(Payload, frozen=True):
     log_sha256: str | None = None
 
 
+class CampaignLook(msgspec.Struct, frozen=True):
+    """What the stopping rule said after `n_pairs` pairs of the campaign (all parts counted),
+    `elapsed_s` seconds into this part."""
+
+    n_pairs: int
+    elapsed_s: float
+    reason: Literal["continue", "faster", "slower", "same", "max_pairs", "max_time", "empty_interval"]
+
+
+class CampaignRecord(msgspec.Struct, frozen=True):
+    """The stopping rule of one part of an adaptive campaign (`pw.stats.adaptive`) and its looks.
+
+    `stop` is why the part ended: decided (faster/slower), margin (no effect within ±margin),
+    budget (max_pairs or max_time_s spent) or misfit (the interval became empty). `continues` is
+    the seq of the TimingRecorded whose campaign this part extends (`pw evaluate --more`); the
+    samples of a continuation hold its own pairs only, and `max_pairs` counts every part's pairs.
+    """
+
+    rule: str
+    min_effect: float
+    margin: float
+    confidence: float
+    min_pairs: int
+    max_pairs: int
+    max_time_s: float
+    look_every: int
+    prior_scale: float
+    looks: list[CampaignLook]
+    stop: Literal["decided", "margin", "budget", "misfit"]
+    continues: int | None = None
+
+
 class TimedArm(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One timed target: its built tree's digest before and after the timing, and the digest of
     the contract's declared inputs (path and content of each, as found in that tree)."""
@@ -231,6 +263,7 @@ class TimingRecorded(Payload, frozen=True):
 
     v2: typed `conditions` (v1 kept them as strings, argv joined by spaces and tool versions as
     "k=v; k=v"), and the inputs digest per arm inside them (v1's `inputs_sha256` held a binary's).
+    `campaign` is set for an adaptive campaign (None: a fixed number of pairs).
     """
 
     TYPE = "TimingRecorded"
@@ -244,6 +277,7 @@ class TimingRecorded(Payload, frozen=True):
     seed: int
     exploratory: bool
     conditions: TimingConditions
+    campaign: CampaignRecord | None = None
 
 
 class RoutingDecided(Payload, frozen=True):
@@ -399,6 +433,9 @@ class VerdictReached(Payload, frozen=True):
     speedup: float | None
     interval: list[float] | None
     exploratory: bool = False
+    # What `speedup` is measured against: "baseline", or the parent a chained candidate was timed
+    # against (then `speedup` is the step; the cumulative one is the product along the chain).
+    reference: str = "baseline"
 
 
 class WinnerConfirmed(Payload, frozen=True):
@@ -410,6 +447,7 @@ class WinnerConfirmed(Payload, frozen=True):
     speedup: float | None
     interval: list[float] | None
     timing_seq: int | None
+    reference: str = "baseline"  # as in VerdictReached
 
 
 class StageCompleted(Payload, frozen=True):

@@ -227,6 +227,15 @@ def render(state: RunState) -> dict[str, bytes]:
     if state.source_targets is not None:
         for name, text in sorted(state.source_targets.slices.items()):
             out[name] = text.encode() if text.endswith("\n") else (text + "\n").encode()
+    for cid, cand in sorted(state.candidates.items()):  # refreshed briefs of verified candidates
+        if cand.brief is not None:
+            out[f"candidates/{cid}/agent-brief.txt"] = cand.brief.text.encode()
+        if cand.source_targets is not None:
+            st = cand.source_targets
+            out[f"candidates/{cid}/profile/source-targets.json"] = canonical_json(SourceTargetsDoc(
+                ledger_head=state.head, targets=st.document, frontier=st.frontier, editable=st.editable))
+            for name, text in sorted(cand.source_targets.slices.items()):
+                out[name] = text.encode() if text.endswith("\n") else (text + "\n").encode()
     return out
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from ledger import events as ev
-from projections.state import Head, RunState
+from projections.state import Head, RunState, cumulative
 
 
 class CandidateReport(msgspec.Struct, frozen=True):
@@ -28,6 +28,11 @@ class CandidateReport(msgspec.Struct, frozen=True):
     gates: list[ev.GateResult]
     attempts: int
     patch: str
+    # A chained candidate is timed against its parent: `speedup` is then the step over `reference`,
+    # and `cumulative` the product along the chain (interval approximate: projections.state.cumulative).
+    reference: str = "baseline"
+    cumulative: float | None = None
+    cumulative_interval: list[float] | None = None
 
 
 class ReportDoc(msgspec.Struct, frozen=True):
@@ -70,6 +75,7 @@ def _candidates(state: RunState) -> list[CandidateReport]:
     out = []
     for cid, c in sorted(state.candidates.items(), key=lambda kv: kv[1].prepared_seq):
         v = c.confirmation or c.verdict
+        cum = cumulative(state, cid)
         out.append(CandidateReport(
             id=cid, parent=c.prepared.resolved_parent, mechanism=c.prepared.mechanism,
             status=v.status if v else "prepared",
@@ -78,13 +84,15 @@ def _candidates(state: RunState) -> list[CandidateReport]:
             speedup=v.speedup if v else None, interval=v.interval if v else None,
             reasons=list(v.reasons) if v else [], gates=list(c.gates.gates) if c.gates else [],
             attempts=c.attempts, patch=f"variants/{cid}.patch",
+            reference=v.reference if v else "baseline",
+            cumulative=cum.speedup if cum else None, cumulative_interval=cum.interval if cum else None,
         ))
     return out
 
 
 def _winner(cands: list[CandidateReport]) -> str | None:
-    verified = [c for c in cands if c.status == "verified" and c.speedup]
-    return max(verified, key=lambda c: (c.speedup, c.id)).id if verified else None
+    verified = [c for c in cands if c.status == "verified" and c.cumulative]
+    return max(verified, key=lambda c: (c.cumulative, c.id)).id if verified else None
 
 
 def _caveats(state: RunState, base: dict[str, Any]) -> list[str]:
@@ -146,10 +154,17 @@ def report(state: RunState) -> ReportDoc | None:
     )
 
 
-def _fmt_speedup(c: CandidateReport) -> str:
-    if c.speedup is None or c.interval is None:
+def _fmt(speedup: float | None, interval: list[float] | None) -> str:
+    if speedup is None or interval is None:
         return "-"
-    return f"{c.speedup:.3f}x [{c.interval[0]:.3f}, {c.interval[1]:.3f}]"
+    return f"{speedup:.3f}x [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def _fmt_speedup(c: CandidateReport) -> str:
+    if c.reference == "baseline":
+        return _fmt(c.speedup, c.interval)
+    return (f"step {_fmt(c.speedup, c.interval)} vs {c.reference}; cumulative "
+            f"{_fmt(c.cumulative, c.cumulative_interval)} vs baseline (approx.)")
 
 
 def render_markdown(doc: ReportDoc) -> str:

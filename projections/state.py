@@ -34,6 +34,9 @@ class CandidateState(msgspec.Struct, frozen=True):
     verdict: ev.VerdictReached | None = None
     confirmation: ev.WinnerConfirmed | None = None
     prepared_seq: int = 0
+    # After a verified verdict: where the time goes in this candidate now (the refreshed brief).
+    brief: ev.BriefEmitted | None = None
+    source_targets: ev.SourceTargetsEmitted | None = None
 
 
 class RunState(msgspec.Struct, frozen=True):
@@ -103,8 +106,12 @@ def _apply(state: RunState, env: Envelope) -> RunState:
         case ev.HotspotSelected():
             return replace(state, hotspot=data)
         case ev.SourceTargetsEmitted():
+            if data.target in state.candidates:
+                return _candidate(state, data.target, source_targets=data)
             return replace(state, source_targets=data) if data.target == "baseline" else state
         case ev.BriefEmitted():
+            if data.target in state.candidates:
+                return _candidate(state, data.target, brief=data)
             return replace(state, brief=data) if data.target == "baseline" else state
         case ev.CandidatePrepared():
             cand = CandidateState(prepared=data, prepared_seq=env.seq)
@@ -113,7 +120,9 @@ def _apply(state: RunState, env: Envelope) -> RunState:
             return _candidate(state, data.id, diff=data)
         case ev.CandidateEvaluated():
             cand = state.candidates[data.id]
-            return _candidate(state, data.id, evaluation=data, attempts=cand.attempts + 1)
+            # `pw evaluate --more` judges the same attempt again: still one attempt.
+            again = cand.evaluation is not None and cand.evaluation.attempt == data.attempt
+            return _candidate(state, data.id, evaluation=data, attempts=cand.attempts + (0 if again else 1))
         case ev.GatesEvaluated():
             return _candidate(state, data.id, gates=data)
         case ev.VerdictReached():
@@ -162,3 +171,44 @@ def fold(envelopes, state: RunState | None = None) -> RunState:
         event_counts=counts,
         **{field: tuple(values) for field, values in appended.items()},
     )
+
+
+class Cumulative(msgspec.Struct, frozen=True):
+    """A candidate's speedup over the baseline along its chain of parents."""
+
+    speedup: float
+    interval: list[float] | None  # approximate: see `cumulative`
+    steps: list[str]  # the candidates multiplied, baseline side first
+
+
+def cumulative(state: RunState, cid: str) -> Cumulative | None:
+    """The speedup over the baseline: the product of the step speedups along the chain of parents
+    (each chained candidate is timed against its parent). The interval adds the steps' log-scale
+    half-widths in quadrature (independent campaigns), an approximation stated wherever it is shown.
+    None when a step has no speedup."""
+    import math
+
+    steps: list[str] = []
+    log_s = 0.0
+    var_lo = var_hi = 0.0
+    have_interval = True
+    seen: set[str] = set()
+    node: str | None = cid
+    while node is not None and node != "baseline" and node not in seen:
+        seen.add(node)
+        cand = state.candidates.get(node)
+        v = (cand.confirmation or cand.verdict) if cand is not None else None
+        if v is None or not v.speedup:
+            return None
+        steps.append(node)
+        log_s += math.log(v.speedup)
+        if v.interval and v.interval[0] > 0:
+            var_lo += (math.log(v.speedup) - math.log(v.interval[0])) ** 2
+            var_hi += (math.log(v.interval[1]) - math.log(v.speedup)) ** 2
+        else:
+            have_interval = False
+        node = v.reference if v.reference != "baseline" else None
+    interval = None
+    if have_interval:
+        interval = [round(math.exp(log_s - math.sqrt(var_lo)), 6), round(math.exp(log_s + math.sqrt(var_hi)), 6)]
+    return Cumulative(speedup=round(math.exp(log_s), 6), interval=interval, steps=steps[::-1])

@@ -49,6 +49,47 @@ def test_root_skill_walkthrough_runs_from_start_to_confirm(tmp_path, monkeypatch
         elif argv[0] in ("evaluate", "confirm"):
             assert code == 0, f"{line}: exit {code}\n{out}"
             assert "verified" in out
+            if argv[0] == "evaluate":  # after a win: where the time goes now, and the next command
+                assert "brief for the next idea:" in out and "--candidate ID:current:MECHANISM" in out, out
         else:
             assert code == 0, f"{line}: exit {code}\n{out}"
     assert main(["audit", run_dir]) == 0
+
+    # The skill's next step: ideas built on the best verified candidate so far (`ID:current:...`),
+    # each timed against its parent. A comment-only step is no speedup however fast its parent is;
+    # hoisting fill_matrix's loop-invariant row key is a real step on top of the interchange.
+    run = Path(run_dir)
+    steps = {}
+    for cid, edit in (("comment", _comment_only), ("hoist", _hoist_row_key)):
+        assert main(["prepare", run_dir, "--candidate", f"{cid}:current:{cid}"]) == 0
+        capsys.readouterr()
+        edit(run / "candidates" / cid / "src" / "matmul.c")
+        steps[cid] = _json(["evaluate", run_dir, cid, "--json"], capsys)
+        assert steps[cid]["reference"] == "loop-order", steps[cid]
+    assert steps["comment"]["status"] != "verified" and 0.8 < steps["comment"]["speedup"] < 1.25, steps["comment"]
+    hoist = steps["hoist"]
+    assert hoist["speedup"] > 1.05 and hoist["stop"] == "decided", hoist  # a real step over loop-order
+    gates = {g["name"]: g["passed"] for g in hoist["gates"]}
+    assert gates["significance"] and gates["correctness"], hoist
+    assert hoist["cumulative"] > steps["comment"]["cumulative"], steps
+    assert main(["audit", run_dir]) == 0
+
+
+def _json(argv, capsys):
+    code = main(argv)
+    out = capsys.readouterr().out
+    assert code in (0, 1), out
+    return json.loads(out)
+
+
+def _comment_only(path: Path) -> None:
+    path.write_text("/* the next idea, before it is written */\n" + path.read_text())
+
+
+def _hoist_row_key(path: Path) -> None:
+    text = path.read_text()
+    old = ("    for (int i = 0; i < n; i++) {\n        for (int j = 0; j < n; j++) {\n"
+           "            uint64_t key = row_key(seed, which, i);   /* invariant in j */\n")
+    assert old in text
+    path.write_text(text.replace(old, "    for (int i = 0; i < n; i++) {\n        uint64_t key = row_key(seed, which, i);\n"
+                                      "        for (int j = 0; j < n; j++) {\n"))

@@ -34,10 +34,15 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
 
     `run_ref` names the run in the next command; the default is the run directory's path."""
     hs = n["hotspot"]
+    # A refreshed brief (after a verified candidate) describes the current best, not the baseline.
+    current = n.get("current")
+    subject = (f"Current best {current} ({n['cumulative']:.3g}x over baseline)" if current and n.get("cumulative")
+               else f"Current best {current}" if current else "Baseline")
+    slices_dir = n.get("slices_dir", "source-slices/")
     lines = [
         BriefLine(f"ProfileWeaver brief · run {n['run_id']} · workload {n['workload']}", 0),
         BriefLine(
-            f"Baseline: {n['metric']} {n['baseline_mean_s']:.4g} s over {n['baseline_runs']} runs "
+            f"{subject}: {n['metric']} {n['baseline_mean_s']:.4g} s over {n['baseline_runs']} runs "
             f"(CV {_pct(n['baseline_cv'] or 0.0)}); oracle: {n['oracle']}",
             0,
         ),
@@ -77,10 +82,10 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         # The hotspot's slice is essential; the others are droppable, so long suite paths cannot push
         # the essentials over the budget.
         first = slices[0]
-        lines.append(BriefLine(f"Read source-slices/: {first['path'].removeprefix('source-slices/')} "
+        lines.append(BriefLine(f"Read {slices_dir}: {first['path'].removeprefix(slices_dir)} "
                                f"({first['range']})", 0))
         if len(slices) > 1:
-            shown = "; ".join(f"{s['path'].removeprefix('source-slices/')} ({s['range']})" for s in slices[1:3])
+            shown = "; ".join(f"{s['path'].removeprefix(slices_dir)} ({s['range']})" for s in slices[1:3])
             lines.append(BriefLine(f"Then: {shown}", 2))
         if len(slices) > 3:
             lines.append(BriefLine("Also: " + "; ".join(f"{s['path']}" for s in slices[3:6]), 6))
@@ -98,8 +103,8 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
             "no collateral, attribution, reproducible.",
             0,
         ),
-        BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate ID:baseline:MECHANISM; "
-                  "pw evaluate RUN ID", 0),
+        BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate "
+                  f"ID:{'current' if current else 'baseline'}:MECHANISM; pw evaluate RUN ID", 0),
     ]
     return lines
 

@@ -86,6 +86,22 @@ def check_projections(ctx: AuditContext) -> str | None:
     return first_divergence(ctx.run.path, ctx.files)
 
 
+def check_stops(ctx: AuditContext) -> str | None:
+    """Replay every look of every adaptive timing campaign from its recorded samples: each must have
+    said what was recorded, and the campaign must have stopped where and why it says it did."""
+    from ledger import events as ev
+    from pw.rules.stopping import stop_divergence
+
+    timings: dict[int, ev.TimingRecorded] = {}
+    for env in ctx.events:
+        if isinstance(env.data, ev.TimingRecorded):
+            timings[env.seq] = env.data
+            problem = stop_divergence(env.seq, env.data, timings)
+            if problem is not None:
+                return problem
+    return None
+
+
 def check_verdicts(ctx: AuditContext) -> str | None:
     """Recompute every judgement from the events before it (samples, profiles) and compare."""
     return first_verdict_divergence(ctx.events, ctx.evidence)
@@ -198,6 +214,7 @@ def check_profiles(ctx: AuditContext) -> str | None:
 CHECKS: list[tuple[str, Callable[[AuditContext], str | None]]] = [
     ("evidence", check_evidence),
     ("profiles", check_profiles),
+    ("stops", check_stops),
     ("verdicts", check_verdicts),
     ("projections", check_projections),
 ]

@@ -71,6 +71,7 @@ def run_pairs(
     progress: Callable[[str], None] = lambda _m: None,
     checks: dict[str, RunChecks] | None = None,
     input_seed: int | None = None,
+    first: int = 0,
 ) -> CampaignResult:
     """With ``input_seed`` and a generator matching the timed argv, pair i runs its own fresh input
     (the timed argv with a new seed, ``pw.workload.holdouts.draw_pair_inputs``) in both arms, and
@@ -79,8 +80,12 @@ def run_pairs(
     from pw.stats import interleaved_order
     from pw.workload.holdouts import draw_pair_inputs
 
-    order = list(interleaved_order(pairs, seed))
-    pair_inputs = draw_pair_inputs(contract, input_seed, pairs) if input_seed is not None else None
+    # Pairs first..first+pairs-1 of the campaign's one seeded order and input stream (an adaptive
+    # campaign runs it block by block, and a continuation picks it up where it stopped).
+    order = list(interleaved_order(first + pairs, seed))[first:]
+    pair_inputs = draw_pair_inputs(contract, input_seed, first + pairs) if input_seed is not None else None
+    if pair_inputs is not None:
+        pair_inputs = pair_inputs[first:]
     base_bin_before = execute.binary_digest(baseline)
     cand_bin_before = execute.binary_digest(candidate)
     inputs = {t.label: execute.inputs_digest(contract, t) for t in (baseline, candidate)}
@@ -92,19 +97,19 @@ def run_pairs(
     baseline_differs: set[str] = set()  # streams the baseline itself does not reproduce
     candidate_differs: list[tuple[str, str]] = []  # (stream, message), judged once the campaign is over
     for i, pair in enumerate(order):
-        progress(f"pair {i + 1}/{pairs} ({pair})")
+        progress(f"pair {first + i + 1} ({pair})")
         argv = pair_inputs[i] if pair_inputs is not None else None
         outs = {}
         for arm in pair:
             target = arms[arm]
-            out = execute.run_once(contract, target, scratch, argv=argv, tag=f"pair-{i}-{arm}")
+            out = execute.run_once(contract, target, scratch, argv=argv, tag=f"pair-{first + i}-{arm}")
             outs[arm] = out
             failure = execute.classify(out)
             if failure is not None or out.value is None:
                 message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
                 fault = ev.FaultRecorded(
                     stage=purpose, target=target.label, failure_class=failure or "launch-failed",
-                    message=f"pair {i + 1}: {message}",
+                    message=f"pair {first + i + 1}: {message}",
                 )
                 return CampaignResult(None, fault, side_effects)
             values[target.label].append(round(out.value, 9))
@@ -129,7 +134,7 @@ def run_pairs(
                     candidate_differs.append((stream, f"{where}, {stream}: differs from its oracle-checked "
                                                       f"output ({detail})"))
         if argv is not None:
-            differs = _pair_mismatch(contract, outs["B"], outs["A"], argv, i)
+            differs = _pair_mismatch(contract, outs["B"], outs["A"], argv, first + i)
             if differs is not None:
                 fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="oracle-failed",
                                          message=differs)

@@ -14,8 +14,8 @@ from pathlib import Path
 import msgspec
 
 from ledger import events as ev
-from ledger.errors import ToolError
-from pw.app import campaign
+from ledger.errors import InputError, RejectedCommand, ToolError, WorkloadError
+from pw.app import campaign, timing_blocks
 from pw.app.judging import judge_candidate
 from pw.app.run import RunHandle
 from pw.rules import candidates
@@ -35,6 +35,13 @@ class EvaluateResult(msgspec.Struct, frozen=True):
     exploratory: bool
     patch: str
     repairs_left: int
+    n_pairs: int | None = None
+    stop: str | None = None  # an adaptive campaign's stop: decided, margin, budget or misfit
+    more_pairs: int | None = None  # after a spent budget: pairs the current variance suggests
+    reference: str = "baseline"  # what `speedup` is over: the baseline, or a chained candidate's parent
+    cumulative: float | None = None  # over the baseline, along the chain (interval approximate)
+    cumulative_interval: list[float] | None = None
+    brief: str | None = None  # after a verified verdict: the refreshed brief for the next idea
 
 
 def candidate_target(handle: RunHandle, cid: str, ws: Path, files: list[str]) -> execute.Target:
@@ -108,11 +115,41 @@ def ensure_baseline_built(handle: RunHandle, state) -> execute.Target:
     return target
 
 
-def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lambda _m: None) -> EvaluateResult:
+def reference_target(handle: RunHandle, state, cand) -> execute.Target:
+    """What a candidate is timed against: the baseline, or for a chained candidate (parent not the
+    baseline) its parent's build, reused when its tree still hashes to what was built, rebuilt
+    from the parent's workspace otherwise (and refused if the rebuild hashes differently)."""
+    parent = cand.prepared.resolved_parent
+    if parent == "baseline":
+        return ensure_baseline_built(handle, state)
+    built = state.builds.get(parent)
+    if built is None or built.outcome != "ok":
+        raise RejectedCommand(f"parent {parent!r} has no successful build to time against; evaluate it first")
+    pc = state.candidates[parent]
+    ws = handle.path / pc.prepared.workspace
+    target = candidate_target(handle, parent, ws, workspace.source_files(ws))
+    if target.build_dir.is_dir() and execute.binary_digest(target) == built.binary_sha256:
+        return target
+    rebuilt = execute.build(state.run.contract, target, handle.evidence, handle.logs)
+    if rebuilt.binary_sha256 != built.binary_sha256:
+        raise ToolError(f"the build tree of parent {parent!r} changed and a rebuild does not hash the same; "
+                        "prepare the candidate on another parent")
+    return target
+
+
+def evaluate(
+    handle: RunHandle,
+    cid: str,
+    progress: Callable[[str], None] = lambda _m: None,
+    *,
+    max_pairs: int | None = None,
+    max_time_s: float | None = None,
+) -> EvaluateResult:
     state = handle.state()
     cand, attempt = candidates.decide_evaluate(state, cid)
     run = state.run
     contract = run.contract
+    params = timing_blocks.campaign_params(contract.sampling, max_pairs=max_pairs, max_time_s=max_time_s)
     scratch = handle.path / "scratch" / cid
     ws = handle.path / cand.prepared.workspace
     files = workspace.source_files(ws)
@@ -128,10 +165,18 @@ def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lamb
 
     exploratory = contract.sampling.mode == "winner-confirmation"
     if not refused:
-        state = _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, progress)
+        state = _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, params, progress)
+    return _judged(handle, state, cid, attempt, scratch, progress)
+
+
+def _judged(handle: RunHandle, state, cid: str, attempt: int, scratch: Path, progress) -> EvaluateResult:
+    run = state.run
     progress("gates")
     batch = judge_candidate(handle, cid)
     state = handle.record(state, batch)
+    brief = None
+    if state.candidates[cid].verdict.status == "verified":
+        state, brief = refresh_brief(handle, state, cid, progress)
     verdict = state.candidates[cid].verdict
     gates = state.candidates[cid].gates
     repairs_left = max(0, run.budgets.repairs - max(0, state.candidates[cid].failed_attempts - 1))
@@ -143,10 +188,153 @@ def evaluate(handle: RunHandle, cid: str, progress: Callable[[str], None] = lamb
         speedup=verdict.speedup, interval=verdict.interval, gates=gates.gates if gates else [],
         exploratory=verdict.exploratory,
         patch=str(handle.path / "variants" / f"{cid}.patch"), repairs_left=repairs_left,
+        **_campaign_fields(state.candidates[cid].evaluation), **_cumulative_fields(state, cid),
+        brief=brief,
     )
 
 
-def _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, progress):
+def refresh_brief(handle: RunHandle, state, cid: str, progress) -> tuple[object, str | None]:
+    """After a verified verdict: where the time goes in `cid` now. Its reprofile gives the hotspot
+    and the remaining Amdahl ceiling; the source locator runs on its workspace for new targets and
+    slices; the brief (same token budget) says what the next `ID:current:...` idea starts from.
+    Recorded as SourceTargetsEmitted/BriefEmitted for `cid`; written as candidates/<id>/agent-brief.txt."""
+    import statistics
+
+    from ledger.profile import decode_profile
+    from projections.state import cumulative
+    from pw.app.profile_baseline import source_and_brief
+    from pw.rules import hotspot as hs
+
+    cand = state.candidates[cid]
+    prof = next((p for p in state.profiles.values() if p.target == cid), None)
+    if prof is None:
+        return state, None
+    profile = decode_profile(handle.evidence.get(prof.profile_sha256))
+    ws = handle.path / cand.prepared.workspace
+    files = workspace.source_files(ws)
+    target = candidate_target(handle, cid, ws, files)
+    editable = {f for f in files if candidates.is_editable(f, state.run.contract)}
+    try:
+        hot = hs.select_hotspot(profile, editable)
+    except ValueError:
+        return state, None
+    progress("brief for the current best")
+    timing = next((t for t in reversed(state.timings) if t.targets[-1] == cid), None)
+    xs = list(timing.samples.get(cid, [])) if timing else []
+    cum = cumulative(state, cid)
+    extra = {"current": cid, "cumulative": cum.speedup if cum else None,
+             "baseline_mean_s": round(statistics.fmean(xs), 6) if xs else 0.0, "baseline_runs": len(xs),
+             "baseline_cv": round(statistics.stdev(xs) / statistics.fmean(xs), 6) if len(xs) > 1 else None}
+    events = source_and_brief(handle, state, target, hot, profile, profile, prof.adapter, label=cid,
+                              slices_dir=f"candidates/{cid}/source-slices/", extra=extra)
+    state = handle.record(state, events)
+    return state, str(handle.path / "candidates" / cid / "agent-brief.txt")
+
+
+def _cumulative_fields(state, cid: str) -> dict:
+    from projections.state import cumulative
+
+    cum = cumulative(state, cid)
+    return {
+        "reference": state.candidates[cid].verdict.reference,
+        "cumulative": cum.speedup if cum else None,
+        "cumulative_interval": cum.interval if cum else None,
+    }
+
+
+def _campaign_fields(evaluation) -> dict:
+    analysis = (evaluation.analysis if evaluation is not None else None) or {}
+    c = analysis.get("campaign") or {}
+    return {"n_pairs": analysis.get("n_pairs"), "stop": c.get("stop"), "more_pairs": c.get("more_pairs")}
+
+
+def more(
+    handle: RunHandle,
+    cid: str,
+    pairs: int | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
+    *,
+    max_time_s: float | None = None,
+) -> EvaluateResult:
+    """`pw evaluate RUN ID --more [N]`: continue the candidate's inconclusive campaign by up to N pairs.
+
+    The new pairs follow the same seeded order, are recorded as a part that continues the last
+    one, and the whole campaign is judged again: the anytime-valid interval stays valid however
+    many times a campaign is continued.
+    """
+    from pw.rules import stopping
+
+    state = handle.state()
+    cand, seq, timing = _continuable(handle, state, cid)
+    contract = state.run.contract
+    done = len(timing.samples[timing.targets[0]])
+    record = timing.campaign
+    if pairs is None:
+        suggested = (cand.evaluation.analysis or {}).get("campaign", {}).get("more_pairs") if cand.evaluation else None
+        pairs = min(suggested or contract.sampling.max_pairs, contract.sampling.max_pairs)
+    if pairs < 1:
+        raise InputError(f"--more {pairs}: expected a number of pairs >= 1")
+    params = msgspec.structs.replace(
+        stopping.params_of(record), max_pairs=done + pairs,
+        max_time_s=float(contract.sampling.max_time_s if max_time_s is None else max_time_s),
+    )
+    if not params.max_time_s > 0:
+        raise InputError(f"--max-time {max_time_s!r}: expected a number of seconds > 0")
+    ws = handle.path / cand.prepared.workspace
+    files = workspace.source_files(ws)
+    if workspace.tree_digest(ws, files) != cand.diff.source_sha256:
+        raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; its campaign cannot be continued")
+    target = candidate_target(handle, cid, ws, files)
+    arm = timing.conditions.arms.get(cid)
+    if arm is None or execute.binary_digest(target) != arm.binary_after:
+        raise RejectedCommand(f"candidate {cid!r}: its build tree no longer holds the binary that was timed")
+    baseline = reference_target(handle, state, cand)
+    scratch = handle.path / "scratch" / cid
+    result = timing_blocks.run_adaptive(
+        contract, baseline, target, params, seed=timing.seed, purpose=timing.purpose,
+        host=state.run.host.hostname, scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+        earlier=timing, continues=seq, input_seed=timing.conditions.input_seed,
+        checks=run_checks(handle, state, cid),
+    )
+    if result.failure is not None:
+        handle.record(state, [result.failure])
+        raise WorkloadError(
+            f"continuing the campaign of {cid!r} failed: {result.failure.failure_class}: {result.failure.message}",
+            failure_class=result.failure.failure_class,
+        )
+    state = handle.record(state, [result.timing])
+    return _judged(handle, state, cid, cand.diff.attempt, scratch, progress)
+
+
+def _continuable(handle: RunHandle, state, cid: str):
+    """The candidate, and the seq and merged parts of its campaign, when `--more` may continue it."""
+    from pw.rules import stopping
+    from pw.rules.candidates import check_id
+
+    check_id(cid)
+    cand = state.candidates.get(cid)
+    if cand is None or cand.verdict is None or cand.diff is None:
+        raise RejectedCommand(f"candidate {cid!r} has no evaluation to continue; run `pw evaluate {handle.path} {cid}`")
+    if cand.verdict.status != "inconclusive":
+        raise RejectedCommand(
+            f"candidate {cid!r} is {cand.verdict.status}, not inconclusive: --more only continues a campaign "
+            "whose budget ran out"
+        )
+    items = [(e.seq, e.data) for e in handle.ledger.events()]
+    last = None
+    for s, d in items:
+        if isinstance(d, ev.CandidateDiffRecorded) and d.id == cid:
+            last = None
+        elif isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid:
+            last = (s, d)
+    if last is None or last[1].campaign is None or last[1].campaign.stop != "budget":
+        raise RejectedCommand(
+            f"candidate {cid!r}: its last attempt has no adaptive campaign that ran out of budget to continue"
+        )
+    return cand, last[0], stopping.merged_timing(items, *last)
+
+
+def _build_check_time(handle, state, cid, attempt, ws, files, scratch, exploratory, params, progress):
     contract = state.run.contract
     target = candidate_target(handle, cid, ws, files)
     progress("build")
@@ -166,16 +354,23 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     state = handle.record(state, [oracle.event] + ([oracle.fault] if oracle.fault else []))
     if not oracle.event.passed:
         return state
-    pairs = 1 if exploratory else contract.sampling.pairs
-    progress(f"timing {pairs} pair(s)")
-    result = campaign.run_pairs(
-        contract, baseline, target, pairs=pairs,
-        seed=campaign.campaign_seed(state.run.run_id, cid, attempt, "screening"),
-        purpose="screening", exploratory=exploratory, host=state.run.host.hostname,
-        scratch=scratch, tool_versions=tool_versions(state), progress=progress,
-        checks=run_checks(handle, state, cid),
-        input_seed=secret_seed(),
-    )
+    # A chained candidate is timed against its parent's build; the oracle above still compares
+    # with the baseline.
+    reference = reference_target(handle, state, state.candidates[cid])
+    seed = campaign.campaign_seed(state.run.run_id, cid, attempt, "screening")
+    if exploratory:  # winner-confirmation: one exploratory pair per candidate, the campaign comes at confirm
+        progress("timing 1 exploratory pair")
+        result = campaign.run_pairs(
+            contract, reference, target, pairs=1, seed=seed, purpose="screening", exploratory=True,
+            host=state.run.host.hostname, scratch=scratch, tool_versions=tool_versions(state), progress=progress,
+            input_seed=secret_seed(), checks=run_checks(handle, state, cid),
+        )
+    else:
+        result = timing_blocks.run_adaptive(
+            contract, reference, target, params, seed=seed, purpose="screening", host=state.run.host.hostname,
+            scratch=scratch, tool_versions=tool_versions(state), progress=progress, input_seed=secret_seed(),
+            checks=run_checks(handle, state, cid),
+        )
     if result.failure is not None:
         return handle.record(state, [result.failure])
     state = handle.record(state, [result.timing])

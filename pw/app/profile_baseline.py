@@ -304,7 +304,10 @@ def _evidence_text(e: dict) -> str:
 
 
 def source_and_brief(handle, state, target, hot, discovery: Profile, line_profile: Profile, adapter: str,
-                     gpu: dict | None = None, build=None):
+                     gpu: dict | None = None, build=None,
+                     *, label: str = "baseline", slices_dir: str = "source-slices/", extra: dict | None = None):
+    """Source targets, slices and the agent brief for `label`'s tree (the baseline at start; the
+    current best after a verified candidate, with `extra` numbers saying which and how fast)."""
     from pw.agent.brief import render_brief
     from pw.agent.source.locator import locate
     from pw.agent.tokens import TOKENIZER, count_tokens
@@ -316,12 +319,12 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     hot_lines = sorted(h["line"] for h in line_shares)
     located = None
     defines = build_defines(handle.logs)
-    if hot.file and (handle.path / "baseline" / hot.file).is_file():
-        located = locate(handle.path / "baseline", list(contract.source.editable), hot.file, hot.name, hot_lines,
+    if hot.file and (target.src_dir / hot.file).is_file():
+        located = locate(target.src_dir, list(contract.source.editable), hot.file, hot.name, hot_lines,
                          defines=defines)
     elif not hot.file:
         # No line info (no debug info could be had): find the symbol's definition with the parsers.
-        located = locate_symbol(handle.path / "baseline", target.files, contract, hot.name, defines)
+        located = locate_symbol(target.src_dir, target.files, contract, hot.name, defines)
     measurements: dict = {"hotspot_share": hot.share, "hotspot_symbol": hot.name,
                           "line_shares": {h["line"]: h["share"] for h in line_shares}}
     op = line_profile.operation(hot.operation)
@@ -338,12 +341,12 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         for t in located.targets:
             if t.slice and t.slice not in names:
                 stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{t.role}-{t.symbol}").strip("-")[:48]
-                names[t.slice] = f"source-slices/{len(names) + 1:02d}-{stem}.txt"
+                names[t.slice] = f"{slices_dir}{len(names) + 1:02d}-{stem}.txt"
                 slices_info.append({"path": names[t.slice], "range": f"{t.file}:{t.line_start}-{t.line_end}",
                                     "role": t.role, "symbol": t.symbol})
         slices = {names[k]: text for k, text in located.slices.items() if k in names}
         out.append(ev.SourceTargetsEmitted(
-            target="baseline", document=doc, slices=dict(sorted(slices.items())),
+            target=label, document=doc, slices=dict(sorted(slices.items())),
             frontier=located.frontier_lines(), mechanisms=mech_dicts,
             editable=sorted({t.file for t in located.targets if t.editable}),
         ))
@@ -393,6 +396,9 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         # Point the agent at the hot ranges first.
         focus_files = [t.file for t in located.targets if t.editable]
         numbers["editable"] = sorted(set(editable), key=lambda f: (f not in focus_files, f))
+    numbers.update(extra or {})
+    if label != "baseline":
+        numbers["slices_dir"] = slices_dir
     text, tokens = render_brief(numbers, count_tokens)
     view = {
         "profile": {"adapter": adapter, "tool": discovery.tool, "tool_version": discovery.tool_version,
@@ -410,6 +416,6 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
              "agent-view.json": count_tokens(msgspec.json.encode(view).decode())}
     for name, body in (out[0].slices.items() if out else []):
         costs[name] = count_tokens(body)
-    out.append(ev.BriefEmitted(target="baseline", text=text, tokens=tokens, tokenizer=TOKENIZER,
+    out.append(ev.BriefEmitted(target=label, text=text, tokens=tokens, tokenizer=TOKENIZER,
                                numbers=numbers, view=view, costs=costs))
     return out

@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _verb(sub, "evaluate", "build, check, time and reprofile a candidate; apply the six gates")
     p.add_argument("id", metavar="ID")
+    p.add_argument("--max-pairs", type=int, metavar="N",
+                   help="pair budget of the adaptive campaign (default: the manifest's sampling.max_pairs)")
+    p.add_argument("--max-time", type=float, metavar="SECONDS",
+                   help="campaign time budget (default: the manifest's sampling.max_time_s)")
+    p.add_argument("--more", type=int, nargs="?", const=-1, metavar="N",
+                   help="continue an inconclusive campaign by up to N pairs (default: what its variance suggests)")
 
     p = _verb(sub, "confirm", "confirm a candidate (reuses collected evidence unless --fresh)")
     p.add_argument("id", metavar="ID")

@@ -13,7 +13,7 @@ from pw.cli.common import print_json, print_text
 
 
 @contextmanager
-def progress_reporter(enabled: bool):
+def progress_reporter(enabled: bool, verb: str = "start"):
     """A spinner with the current stage on a TTY (stderr); silent otherwise."""
     if not enabled or not sys.stderr.isatty():
         yield lambda _msg: None
@@ -22,7 +22,7 @@ def progress_reporter(enabled: bool):
 
     console = Console(stderr=True)
     with console.status("starting") as status:
-        yield lambda msg: status.update(f"pw start: {msg}")
+        yield lambda msg: status.update(f"pw {verb}: {msg}")
 
 
 def start(args) -> int:

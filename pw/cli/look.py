@@ -32,7 +32,7 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
         if section == "gates":
             return _bounded(to_builtins(cand.gates.gates) if cand.gates else [], group)
         if section == "timing":
-            timings = [t for t in state.timings if candidate in t.targets]
+            timings = [t for t in state.timings if t.targets[-1] == candidate]
             return _bounded([to_builtins(t) for t in timings[-1:]], group)
         if section == "diff":
             sha = cand.evaluation.profile_diff_sha256 if cand.evaluation else None

@@ -40,24 +40,56 @@ def _gate_line(gates) -> str:
 
 
 def evaluate(args) -> int:
+    from ledger.errors import UsageError
     from pw.app.evaluate import evaluate as do_evaluate
+    from pw.app.evaluate import more as do_more
 
+    if args.more is not None and args.max_pairs is not None:
+        raise UsageError("give --more N or --max-pairs N, not both (--more sets the new pair budget)")
+    if args.max_pairs is not None and args.max_pairs < 5:
+        raise UsageError(f"--max-pairs {args.max_pairs}: expected at least 5 pairs")
     handle = _handle(args.run)
-    with progress_reporter(not args.json) as progress:
-        result = do_evaluate(handle, args.id, progress)
+    with progress_reporter(not args.json, "evaluate") as progress:
+        if args.more is not None:
+            pairs = None if args.more == -1 else args.more
+            result = do_more(handle, args.id, pairs, progress, max_time_s=args.max_time)
+        else:
+            result = do_evaluate(handle, args.id, progress, max_pairs=args.max_pairs, max_time_s=args.max_time)
     if args.json:
         print_json(to_builtins(result) | {"run_dir": str(handle.path)})
     else:
         speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
-        lines = [f"{result.id} attempt {result.attempt}: {result.status} (speedup {speed})"]
+        if result.reference != "baseline":
+            cum = (f"{result.cumulative:.3f}x [{result.cumulative_interval[0]:.3f}, {result.cumulative_interval[1]:.3f}]"
+                   if result.cumulative and result.cumulative_interval else "-")
+            speed = f"step {speed} vs {result.reference}; cumulative {cum} vs baseline, approx."
+        else:
+            speed = f"speedup {speed}"
+        lines = [f"{result.id} attempt {result.attempt}: {result.status} ({speed})"]
         lines += [f"  {r}" for r in result.reasons]
         if result.gates:
             lines.append(f"  gates: {_gate_line(result.gates)}")
+        if result.stop:
+            lines.append(f"  campaign: {result.n_pairs} pairs, stopped: {_STOPS.get(result.stop, result.stop)}")
         lines.append(f"  patch: {result.patch}")
         if result.repairable and result.repairs_left:
             lines.append(f"  repairs left: {result.repairs_left} (edit the workspace and evaluate again)")
+        if result.brief:
+            lines.append(f"  brief for the next idea: {result.brief}")
+            lines.append(f"next: pw prepare {handle.path} --candidate ID:current:MECHANISM")
+        if result.status == "inconclusive" and result.stop == "budget":
+            more = f" {result.more_pairs}" if result.more_pairs else ""
+            lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}")
         print_text("\n".join(lines))
     return 0 if result.status == "verified" else 1
+
+
+_STOPS = {
+    "decided": "decided (the interval cleared the minimum effect)",
+    "margin": "no effect (the interval lies within the margin)",
+    "budget": "budget spent before the interval decided",
+    "misfit": "the running interval became empty (drifting timings)",
+}
 
 
 def confirm(args) -> int:
@@ -70,7 +102,9 @@ def confirm(args) -> int:
         print_json(to_builtins(result) | {"run_dir": str(handle.path)})
     else:
         speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
-        how = "fresh campaign" if result.launched else "reused the samples and reprofile already collected"
+        how = ("fresh campaign" if result.launched
+               else "reused the timing samples; captured the reprofile that cadence winner-only deferred"
+               if result.reprofiled else "reused the samples and reprofile already collected")
         lines = [f"{result.id}: {result.status} (speedup {speed}; {how})", f"  gates: {_gate_line(result.gates)}"]
         lines += [f"  {r}" for r in result.reasons]
         lines.append(f"next: pw report {handle.path}")
@@ -79,11 +113,13 @@ def confirm(args) -> int:
 
 
 def status(args) -> int:
-    from pw.rules.candidates import best_verified
+    from pw.rules.candidates import best_verified, screening_ranking
 
     handle = _handle(args.run)
     state = handle.state()
     best = best_verified(state)
+    ranking = screening_ranking(state)
+    to_confirm = ranking[0][0] if ranking else None
     rows = []
     for cid, cand in sorted(state.candidates.items(), key=lambda kv: kv[1].prepared_seq):
         v = cand.confirmation or cand.verdict
@@ -97,9 +133,12 @@ def status(args) -> int:
             "gates": {g.name: g.passed for g in cand.gates.gates} if cand.gates else {},
             "kept": cid == best,
             "attempts": cand.attempts,
+            "exploratory": bool(cand.verdict and cand.verdict.exploratory and cand.confirmation is None),
         })
     if args.json:
-        print_json({"run_dir": str(handle.path), "best": best, "candidates": rows})
+        print_json({"run_dir": str(handle.path), "best": best, "to_confirm": to_confirm,
+                    "screening_ranking": [{"id": c, "one_pair_estimate": s} for c, s in ranking],
+                    "candidates": rows})
         return 0
     from rich.table import Table
 
@@ -110,7 +149,12 @@ def status(args) -> int:
         table.add_column(col, overflow="fold")
     for r in rows:
         ci = f"{r['speedup']:.3f}x [{r['interval'][0]:.3f}, {r['interval'][1]:.3f}]" if r["interval"] else "-"
+        if r["exploratory"] and r["speedup"] is not None:
+            ci = f"{r['speedup']:.3f}x (one pair, exploratory)"
         gates = "".join("✓" if ok else "✗" for ok in r["gates"].values()) or "-"
         table.add_row(r["id"], r["parent"], r["mechanism"], ci, gates, r["status"], "kept" if r["kept"] else "reverted")
     console().print(table)
+    if to_confirm:
+        console().print(f"next: pw confirm {handle.path} {to_confirm}   (best one-pair screening estimate, "
+                        f"{ranking[0][1]:.3f}x; screening ranks, confirmation decides)")
     return 0

@@ -181,6 +181,19 @@ def _table(group) -> list[str]:
     return [fmt(head), rule, *[fmt(r) for r in body[:-1]], rule, fmt(body[-1])]
 
 
+def _where_pw_runs() -> dict[str, str]:
+    """Which `pw` this is: the command that ran, the package it imported, the interpreter."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    import pw
+
+    argv0 = Path(sys.argv[0])
+    exe = str(argv0.resolve()) if argv0.name == "pw" and argv0.exists() else (shutil.which("pw") or "not on PATH")
+    return {"executable": exe, "package": str(Path(pw.__file__).resolve().parent), "python": sys.executable}
+
+
 def doctor(args) -> int:
     from adapters.registry import installed_adapters
 
@@ -195,13 +208,15 @@ def doctor(args) -> int:
     found = containment.probe()
     sandbox = {"usable": found.sandbox is not None, "tool": found.sandbox.tool if found.sandbox else None,
                "description": containment.describe(found), "reasons": list(found.reasons)}
+    where = _where_pw_runs()
     if args.json:
-        print_json({"adapters": rows, "sandbox": sandbox})
+        print_json({"adapters": rows, "sandbox": sandbox, "pw": where})
         return 0
     from rich.table import Table
 
     from pw.cli.common import console
 
+    console().print(f"pw: {where['executable']} (package {where['package']}, python {where['python']})")
     table = Table(title="pw doctor: profilers on this machine", title_justify="left")
     for col in ("adapter", "usable", "mode", "version", "reason"):
         table.add_column(col, overflow="fold")

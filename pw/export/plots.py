@@ -24,16 +24,17 @@ def _pyplot():
 
 def paired_plot(timing: ev.TimingRecorded, cid: str, interval: list[float] | None, out: Path) -> None:
     plt = _pyplot()
-    base, cand = timing.samples.get("baseline", []), timing.samples.get(cid, [])
+    ref = timing.targets[0]
+    base, cand = timing.samples.get(ref, []), timing.samples.get(cid, [])
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.4))
     xs = range(1, len(base) + 1)
-    ax1.plot(xs, base, "o-", label="baseline")
+    ax1.plot(xs, base, "o-", label=ref)
     ax1.plot(xs, cand, "s-", label=cid)
     ax1.set_xlabel("pair (interleaved, seeded order)")
     ax1.set_ylabel(f"{timing.metric} [{timing.unit}]")
     ax1.legend()
     ratios = [b / c for b, c in zip(base, cand) if c > 0]
-    ax2.plot(range(1, len(ratios) + 1), ratios, "o", color="black", label="baseline/candidate per pair")
+    ax2.plot(range(1, len(ratios) + 1), ratios, "o", color="black", label=f"{ref}/candidate per pair")
     if interval:
         ax2.axhspan(interval[0], interval[1], color="tab:green", alpha=0.2, label="95% interval")
     ax2.axhline(1.0, color="gray", linestyle="--")
@@ -76,11 +77,16 @@ def draw_all(handle: RunHandle) -> list[str]:
     """Every plot report.md links; returns the paths written."""
     state = handle.state()
     written = []
+    from pw.rules.stopping import merge
+
     timings = {}
     for t in state.timings:
-        for target in t.targets:
-            if target != "baseline":
-                timings[target] = t
+        if t.purpose == "baseline-variance":
+            continue
+        cid = t.targets[-1]  # [reference, candidate]: the reference may be a chained candidate's parent
+        if t.campaign is not None and t.campaign.continues is not None and cid in timings:
+            t = merge([timings[cid], t])  # a continued campaign (--more): every part, in order
+        timings[cid] = t
     base_prof = next((p for p in state.profiles.values() if p.target == "baseline"), None)
     for cid, cand in state.candidates.items():
         v = cand.confirmation or cand.verdict

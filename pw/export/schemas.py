@@ -27,6 +27,8 @@ FILE_TYPES: list[tuple[str, str]] = [
     ("agent-view.json", "projections.documents:ViewDoc"),
     ("cost.json", "projections.documents:CostDoc"),
     ("profile.json", "ledger.profile:Profile"),
+    ("profile.baseline.json", "ledger.profile:Profile"),
+    ("profile-diff.json", "projections.profile_diff:ProfileDiff"),
     ("report.json", "projections.report:ReportDoc"),
 ]
 

@@ -45,13 +45,29 @@ def check_id(cid: str) -> None:
 
 
 def best_verified(state: RunState) -> str | None:
-    """The verified candidate with the largest speedup, or None."""
+    """The verified candidate with the largest speedup over the baseline (cumulative along its
+    chain of parents), or None."""
+    from projections.state import cumulative
+
     best, best_speedup = None, 0.0
     for cid, cand in sorted(state.candidates.items()):
         v = cand.confirmation or cand.verdict
-        if v is not None and v.status == "verified" and (v.speedup or 0.0) > best_speedup:
-            best, best_speedup = cid, v.speedup or 0.0
+        cum = cumulative(state, cid) if v is not None and v.status == "verified" else None
+        if cum is not None and cum.speedup > best_speedup:
+            best, best_speedup = cid, cum.speedup
     return best
+
+
+def screening_ranking(state: RunState) -> list[tuple[str, float]]:
+    """winner-confirmation mode: the screened, correct, unconfirmed candidates by their one-pair
+    estimate, best first (an exploratory ranking, never a verdict)."""
+    ranked = []
+    for cid, cand in state.candidates.items():
+        v = cand.verdict
+        if (v is not None and v.exploratory and v.status == "inconclusive" and cand.confirmation is None
+                and v.speedup is not None):
+            ranked.append((cid, v.speedup))
+    return sorted(ranked, key=lambda kv: (-kv[1], kv[0]))
 
 
 def resolve_parent(state: RunState, parent: str, pending: dict[str, CandidateSpec]) -> str:
@@ -104,6 +120,11 @@ def decide_evaluate(state: RunState, cid: str) -> tuple[CandidateState, int]:
         raise RejectedCommand("no RunStarted in this ledger")
     repairs = state.run.budgets.repairs
     if cand.verdict is not None:
+        if cand.verdict.status == "inconclusive" and not cand.verdict.repairable:
+            raise RejectedCommand(
+                f"candidate {cid!r} already has a verdict (inconclusive); `pw evaluate RUN {cid} --more [N]` "
+                "continues its timing campaign with N more pairs"
+            )
         if not cand.verdict.repairable:
             raise RejectedCommand(
                 f"candidate {cid!r} already has a verdict ({cand.verdict.status}); prepare a new candidate "

@@ -19,6 +19,7 @@ from ledger.codec import canonical_json
 from ledger.metrics import metric as metric_spec
 from ledger.profile import decode_profile
 from pw.rules import gates as g
+from pw.rules import stopping
 from pw.rules.verdict import reach_verdict
 
 
@@ -82,16 +83,21 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
     # kernel (recorded after it) is counter evidence for the mechanism, not the profile to diff.
     cand_prof = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
                         and d.adapter != "ncu")
+    timing = _latest(attempt, lambda d: isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid)
+    if timing is not None:  # every part of an adaptive campaign, as one
+        timing = (timing[0], stopping.merged_timing(items, *timing))
+    # A chained candidate is timed against its parent: the parent's build and profile are the reference.
+    ref = timing[1].targets[0] if timing else "baseline"
     base_prof = None
     if cand_prof is not None:
-        base_prof = baseline(ev.ProfileNormalized, target="baseline", adapter=cand_prof[1].adapter)
+        base_prof = baseline(ev.ProfileNormalized, target=ref, adapter=cand_prof[1].adapter)
     return Selection(
         run=baseline(ev.RunStarted), preflight=baseline(ev.PreflightCompleted), diff=diff,
         build=mine(ev.BuildFinished, target=cid), oracle=mine(ev.OracleChecked, target=cid),
-        timing=_latest(attempt, lambda d: isinstance(d, ev.TimingRecorded) and cid in d.targets),
+        timing=timing,
         candidate_capture=mine(ev.ProfileCaptured, target=cid, adapter=cand_prof[1].adapter) if cand_prof else None,
         candidate_profile=cand_prof, baseline_profile=base_prof,
-        baseline_build=baseline(ev.BuildFinished, target="baseline"),
+        baseline_build=baseline(ev.BuildFinished, target=ref, outcome="ok"),
         baseline_timing=baseline(ev.TimingRecorded, purpose="baseline-variance"),
         baseline_oracle=baseline(ev.OracleChecked, target="baseline"),
         hotspot=baseline(ev.HotspotSelected), fault=mine(ev.FaultRecorded, target=cid),
@@ -149,13 +155,26 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
     """The paired analysis of one campaign, as recorded plain data (None below two pairs)."""
     from pw.stats import StatsInputError, analyze_pairs
 
-    base = timing.samples.get("baseline" + suffix, [])
+    base = timing.samples.get(timing.targets[0] + suffix, [])  # the reference: baseline, or the parent
     cand = timing.samples.get(cid + suffix, [])
     try:
         result = analyze_pairs(base, cand, order=list(timing.order), seed=timing.seed)
     except StatsInputError:
         return None
-    return msgspec.to_builtins(result)
+    out = msgspec.to_builtins(result)
+    if timing.campaign is not None and not suffix:  # an adaptive campaign: its stopping rule decides
+        from pw.stats import log_ratios
+
+        out = stopping.with_campaign(out, timing.campaign, log_ratios(base, cand))
+    return out
+
+
+def _one_pair_estimate(timing: ev.TimingRecorded, cid: str) -> float | None:
+    base = timing.samples.get(timing.targets[0], [])
+    cand = timing.samples.get(cid, [])
+    if len(base) != 1 or len(cand) != 1 or cand[0] <= 0:
+        return None
+    return round(base[0] / cand[0], 6)
 
 
 def _uncontained(conditions: ev.TimingConditions | None) -> str | None:
@@ -233,6 +252,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     pf, diff, build, oracle, timing = s.preflight, s.diff, s.build, s.oracle, s.timing
     hot, base_prof, cand_prof, base_build = s.hotspot, s.baseline_profile, s.candidate_profile, s.baseline_build
     diff_seq, diff = diff
+    # A chained candidate is timed against its parent: the parent's build and profile are the reference.
+    ref = timing[1].targets[0] if timing else "baseline"
 
     analysis = analyze(timing[1], cid) if timing else None
     wall = analyze(timing[1], cid, ":wall_s") if timing and contract.metric.kind == "roi" else None
@@ -253,7 +274,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     versions_then = _tool_versions(pf[1] if pf else None)
     side = _side_effects(s, cid)
     arms = timing[1].conditions.arms if timing else {}
-    timed_base, timed_cand = _timed_digest(arms.get("baseline")), _timed_digest(arms.get(cid))
+    timed_base, timed_cand = _timed_digest(arms.get(ref)), _timed_digest(arms.get(cid))
     baseline_conditions, candidate_conditions = _conditions(s, cid)
 
     inputs = g.GateInputs(
@@ -283,7 +304,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         adapter=adapter,
         counter=counter,
         wall_analysis=wall,
-        peak_rss_kb_baseline=list(timing[1].samples.get("baseline:max_rss_kb", [])) if timing else [],
+        peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],
         repro=g.Repro(
             command=list(contract.run.argv), build_sha256=build[1].binary_sha256 if build else None,
@@ -297,7 +318,9 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     if rules >= 3:
         if s.baseline_oracle is not None and s.baseline_oracle[1].compares_nothing:
             ceiling.append(f"oracle: {s.baseline_oracle[1].compares_nothing}")
-        shifted = baseline_shift_reason(s.baseline_timing[1] if s.baseline_timing else None, timing[1] if timing else None)
+        # (a chained candidate's reference is its parent, not the baseline pw start timed)
+        shifted = baseline_shift_reason(s.baseline_timing[1] if s.baseline_timing and ref == "baseline" else None,
+                                        timing[1] if timing else None)
         if shifted is not None:
             doubts.append(shifted)
     timing_fault = None
@@ -311,6 +334,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         timing_fault = s.fault[1] if s.fault is not None else None
     verdict = reach_verdict(
         gate_results, analysis, refused_edits=list(diff.refused),
+        screening_estimate=_one_pair_estimate(timing[1], cid) if timing and inputs.exploratory else None,
         build_ok=None if build is None else build[1].outcome == "ok",
         oracle_passed=None if oracle is None else oracle[1].passed,
         exploratory=inputs.exploratory,
@@ -324,6 +348,9 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     if analysis is not None:
         speedup = round(analysis["speedup"], 6)
         interval = [round(analysis["interval"]["low"], 6), round(analysis["interval"]["high"], 6)]
+    elif timing is not None and inputs.exploratory:
+        # winner-confirmation screening: one pair, no interval; its ratio only ranks the candidates
+        speedup = _one_pair_estimate(timing[1], cid)
     attempt = diff.attempt
     return Judgement(
         evaluated=ev.CandidateEvaluated(
@@ -337,7 +364,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
                                 rules=rules),
         verdict=ev.VerdictReached(
             id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
-            speedup=speedup, interval=interval, exploratory=inputs.exploratory,
+            speedup=speedup, interval=interval, exploratory=inputs.exploratory, reference=ref,
         ),
         profile_diff=diff_bytes,
     )

@@ -68,6 +68,26 @@ def _summary(a: dict[str, Any]) -> str:
             f"over {a.get('n_pairs')} pairs")
 
 
+def _undecided(verdict: str | None, campaign: dict[str, Any]) -> str:
+    """Why an interval did not decide: the verdict alone, or the budget an adaptive campaign spent
+    and how many more pairs its current variance suggests (``pw evaluate --more``)."""
+    if not campaign:
+        return f"verdict {verdict}"
+    if campaign.get("stop") == "misfit":
+        return "the running interval became empty (the timings drift or do not fit the model)"
+    spent = (f"time budget of {campaign['max_time_s']:g} s spent" if campaign.get("reason") == "max_time"
+             else f"budget of {campaign['max_pairs']} pairs spent")
+    more = campaign.get("more_pairs")
+    if not more:
+        hint = "no number of pairs at the current mean would decide"
+    elif more > 4 * campaign["max_pairs"]:  # the noise, not the budget, is the problem
+        hint = (f"about {more} more pairs at the current variance would decide: lower the timing noise "
+                "first (a quiet machine, a longer-running input)")
+    else:
+        hint = f"about {more} more pairs at the current variance would decide (--more {more})"
+    return f"{spent}; {hint}"
+
+
 def reach_verdict(
     gates: Sequence[GateResult],
     analysis: dict[str, Any] | msgspec.Struct | None,
@@ -81,6 +101,7 @@ def reach_verdict(
     ceiling: Sequence[str] = (),
     doubts: Sequence[str] = (),
     uncontained: str | None = None,
+    screening_estimate: float | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
@@ -106,16 +127,23 @@ def reach_verdict(
     if failures:
         return Verdict("rejected", [reason for reason, _ in failures], any(fixable for _, fixable in failures))
 
+    if a is None and exploratory and screening_estimate is not None:
+        return Verdict("inconclusive", [
+            f"{INCONCLUSIVE} exploratory screening: one pair gives {screening_estimate:.3g}x (no interval, "
+            "not a verdict); it ranks the candidates, `pw confirm` the top one"])
     if a is None:
         return Verdict("inconclusive", [f"{INCONCLUSIVE} no timing analysis"])
     n = int(a.get("n_pairs") or 0)
     verdict = a.get("verdict")
     if verdict == "SLOWER":
         return Verdict("rejected", [f"{SLOWER} {_summary(a)}"])
+    campaign = a.get("campaign") or {}
     if verdict == "SAME":
+        if campaign:
+            return Verdict("rejected", [f"{NO_EFFECT} speedup within ±{campaign['margin']:.0%} ({_summary(a)})"])
         return Verdict("rejected", [f"{NO_EFFECT} {_summary(a)}, within the minimum effect"])
     if verdict != "FASTER":
-        return Verdict("inconclusive", [f"{INCONCLUSIVE} {_summary(a)}, verdict {verdict}"])
+        return Verdict("inconclusive", [f"{INCONCLUSIVE} {_summary(a)}, {_undecided(verdict, campaign)}"])
     if exploratory and n < min_pairs:
         return Verdict("inconclusive", [f"{INCONCLUSIVE} exploratory campaign, {n} pairs < {min_pairs}"])
     if doubts:

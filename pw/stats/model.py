@@ -130,6 +130,8 @@ class SequentialParams(msgspec.Struct, frozen=True, kw_only=True):
     max_pairs: int = 100
     prior_scale: float = 0.5  # variance g of the N(0, g) mixture over the standardized effect
     stop_on_futility: bool = True
+    # Equivalence margin: SAME when the interval lies inside [1/(1+margin), 1+margin]. None: min_effect.
+    margin: float | None = None
 
 
 class SequentialDecision(msgspec.Struct, frozen=True, kw_only=True):

@@ -104,11 +104,12 @@ def reason_codes(low: np.ndarray, high: np.ndarray, params: SequentialParams) ->
     """Index into REASONS after each pair, from the running interval (log scale), along the last axis."""
     n = np.arange(1, low.shape[-1] + 1)
     margin = np.log1p(params.min_effect)
+    same = np.log1p(params.margin if params.margin is not None else params.min_effect)
     codes = np.full(low.shape, _CODE["continue"], dtype=np.int8)
     codes[..., n >= params.max_pairs] = _CODE["max_pairs"]
     if params.stop_on_futility:
         codes[high <= margin] = _CODE["futility"]
-    codes[(low >= -margin) & (high <= margin)] = _CODE["same"]
+    codes[(low >= -same) & (high <= same)] = _CODE["same"]
     codes[high < -margin] = _CODE["slower"]
     codes[low > margin] = _CODE["faster"]
     codes[low > high] = _CODE["empty_interval"]
@@ -140,6 +141,8 @@ def check_params(params: SequentialParams) -> SequentialParams:
     min_pairs = check_int("min_pairs", params.min_pairs, 2)
     check_int("max_pairs", params.max_pairs, min_pairs)
     check_positive("prior_scale", params.prior_scale)
+    if params.margin is not None:
+        check_min_effect(params.margin)
     if not isinstance(params.stop_on_futility, bool):
         raise StatsInputError(f"stop_on_futility must be a bool, got {params.stop_on_futility!r}")
     return params

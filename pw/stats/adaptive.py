@@ -1,0 +1,298 @@
+"""Adaptive campaigns: when a paired timing campaign stops, and why (pure; the controller's rule).
+
+`pw evaluate` runs pairs in interleaved blocks and, at each *look* (first after `min_pairs` pairs,
+then every `look_every` pairs), asks `campaign_look` whether to stop. The test is the anytime-valid
+t confidence sequence of pw.stats.sequential (variance estimated from the data), so the interval is
+valid whenever the campaign stops, including after a continuation (`pw evaluate --more`): the
+sequence runs over every pair from the first, and only the budgets change.
+
+A look stops the campaign for one of four kinds of reason:
+
+    decided   the interval lies above 1+min_effect (faster) or below 1/(1+min_effect) (slower)
+    margin    the interval lies inside [1/(1+margin), 1+margin]: no effect beyond the margin
+    budget    the pair budget (max_pairs) or the time budget (max_time_s) is spent undecided
+    misfit    the running intersection became empty: the data do not fit the model (drift)
+
+`decided` wins over `margin` when both hold (a small but real speedup). Futility stopping is off: a
+campaign that cannot be faster still runs until it is slower, equivalent or out of budget, so
+`inconclusive` only ever means a spent budget.
+
+`replay_looks` recomputes every recorded look from the samples, which is how `pw audit` checks
+that a recorded stop still follows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import msgspec
+import numpy as np
+
+from .errors import StatsInputError
+from .model import INCONCLUSIVE, SequentialParams, Verdict
+from .samples import as_log_ratios, check_int, check_min_effect, check_open_unit, check_positive, log_ratios
+from .sequential import confidence_sequence, radius_factor, sequential_decision
+
+# Bump when a change would stop a recorded campaign at another look or for another reason.
+CAMPAIGN_RULE = "pw.campaign/1"
+
+StopKind = Literal["decided", "margin", "budget", "misfit"]
+LookReason = Literal["continue", "faster", "slower", "same", "max_pairs", "max_time", "empty_interval"]
+_KIND: dict[str, StopKind] = {
+    "faster": "decided",
+    "slower": "decided",
+    "same": "margin",
+    "max_pairs": "budget",
+    "max_time": "budget",
+    "empty_interval": "misfit",
+}
+# Fewest extra pairs the "how many more" estimate ever suggests, and the most it searches.
+_MORE_CAP = 100_000
+# g of the N(0, g) mixture: 2 keeps the interval bounded from the 4th pair, so a large effect can
+# stop at the 5-pair minimum (g = 0.5 is unbounded up to 5 pairs); benchmarks/stats_sim.py measures
+# the pairs it costs at CV 5% and 10%.
+DEFAULT_PRIOR_SCALE = 2.0
+
+
+class CampaignParams(msgspec.Struct, frozen=True, kw_only=True):
+    """The stopping rule of one campaign part. `max_pairs` counts every pair of the campaign,
+    earlier parts included; `max_time_s` counts this part's wall time only."""
+
+    min_effect: float = 0.01
+    margin: float = 0.02
+    confidence: float = 0.95
+    min_pairs: int = 5
+    max_pairs: int = 40
+    max_time_s: float = 600.0
+    look_every: int = 2
+    prior_scale: float = DEFAULT_PRIOR_SCALE
+
+
+class Look(msgspec.Struct, frozen=True, kw_only=True):
+    """What the rule said after `n_pairs` pairs (`elapsed_s` into the campaign part)."""
+
+    n_pairs: int
+    elapsed_s: float
+    stop: bool
+    reason: LookReason
+    kind: StopKind | None
+    verdict: Verdict
+    speedup: float
+    low: float | None  # the anytime-valid interval so far (ratio scale); None while unbounded
+    high: float | None
+    more_pairs: int | None  # after a budget stop: pairs the current variance suggests would decide
+
+
+def check_campaign(params: CampaignParams) -> CampaignParams:
+    check_min_effect(params.min_effect)
+    check_min_effect(params.margin)
+    check_open_unit("confidence", params.confidence)
+    min_pairs = check_int("min_pairs", params.min_pairs, 2)
+    check_int("max_pairs", params.max_pairs, min_pairs)
+    check_positive("max_time_s", params.max_time_s)
+    check_int("look_every", params.look_every, 1)
+    check_positive("prior_scale", params.prior_scale)
+    return params
+
+
+def sequential_params(params: CampaignParams) -> SequentialParams:
+    return SequentialParams(
+        min_effect=params.min_effect,
+        confidence=params.confidence,
+        min_pairs=params.min_pairs,
+        max_pairs=params.max_pairs,
+        prior_scale=params.prior_scale,
+        stop_on_futility=False,
+        margin=params.margin,
+    )
+
+
+def is_look(n_pairs: int, params: CampaignParams, start: int = 0) -> bool:
+    """Whether the rule looks after `n_pairs` pairs, in a part that began after `start` pairs.
+
+    The first part looks at min_pairs, then every look_every pairs; a continuation looks every
+    look_every pairs after its start (and never before min_pairs). The budget is always a look.
+    """
+    first = max(params.min_pairs, start + params.look_every)
+    if n_pairs >= params.max_pairs:
+        return n_pairs == params.max_pairs
+    return n_pairs >= first and (n_pairs - first) % params.look_every == 0
+
+
+def next_look(n_pairs: int, params: CampaignParams, start: int = 0) -> int:
+    """The first look strictly after `n_pairs` pairs (capped at max_pairs)."""
+    n = n_pairs + 1
+    while n < params.max_pairs and not is_look(n, params, start):
+        n += 1
+    return min(n, params.max_pairs)
+
+
+def pairs_to_decide(log_ratios: np.ndarray, params: CampaignParams) -> int | None:
+    """Extra pairs after which the interval would be decisive if the mean and SD stayed as they are.
+
+    None when no number of pairs would do (the mean sits on a decision boundary) or the SD is 0.
+    """
+    n = log_ratios.size
+    if n < 2:
+        return None
+    mean = float(log_ratios.mean())
+    sd = float(log_ratios.std(ddof=1))
+    if sd == 0.0:
+        return None
+    fast = math.log1p(params.min_effect)
+    same = math.log1p(params.margin)
+    room = max(abs(mean) - fast, same - abs(mean))  # how far the interval may reach and still decide
+    if room <= 0.0:
+        return None
+    ns = np.arange(n + 1, n + _MORE_CAP + 1, dtype=np.float64)
+    half = np.sqrt(radius_factor(ns, params.confidence, params.prior_scale) * sd * sd * (ns - 1.0) / ns)
+    ok = np.flatnonzero(half < room)
+    return int(ns[ok[0]]) - n if ok.size else None
+
+
+def campaign_look(
+    log_ratios: Sequence[float] | np.ndarray, params: CampaignParams, elapsed_s: float = 0.0
+) -> Look:
+    """The rule's answer after the pairs so far (every pair of the campaign, in run order)."""
+    params = check_campaign(params)
+    d = as_log_ratios(log_ratios)
+    n = d.size
+    if n < params.min_pairs:
+        raise StatsInputError(f"a campaign looks from {params.min_pairs} pairs on, got {n}")
+    decision = sequential_decision(d, sequential_params(params))
+    reason: LookReason
+    if decision.reason in ("faster", "slower", "same", "empty_interval"):
+        reason = decision.reason  # type: ignore[assignment]
+    elif n >= params.max_pairs:
+        reason = "max_pairs"
+    elif elapsed_s >= params.max_time_s:
+        reason = "max_time"
+    else:
+        reason = "continue"
+    stop = reason != "continue"
+    kind = _KIND.get(reason)
+    iv = decision.interval
+    return Look(
+        n_pairs=n,
+        elapsed_s=float(elapsed_s),
+        stop=stop,
+        reason=reason,
+        kind=kind,
+        verdict=decision.verdict if reason in ("faster", "slower", "same") else INCONCLUSIVE,
+        speedup=float(decision.speedup),
+        low=None if iv is None else iv.low,
+        high=None if iv is None else iv.high,
+        more_pairs=pairs_to_decide(d, params) if kind == "budget" else None,
+    )
+
+
+def running_interval(log_ratios: Sequence[float] | np.ndarray, params: CampaignParams) -> tuple[float, float]:
+    """The anytime-valid interval after every pair (ratio scale; inf/0 while unbounded)."""
+    d = as_log_ratios(log_ratios)
+    _, low, high = confidence_sequence(d, params.confidence, params.prior_scale)
+    return float(np.exp(low[-1])), float(np.exp(high[-1]))
+
+
+def stop_line(look: Look, params: CampaignParams) -> str:
+    """What would stop the campaign from here, for a progress line."""
+    return (
+        f"stops: CI > {1 + params.min_effect:.3g} faster, < {1 / (1 + params.min_effect):.3g} slower, "
+        f"within ±{params.margin:.0%} no effect, or {params.max_pairs} pairs / {params.max_time_s:.0f} s"
+    )
+
+
+def progress_line(look: Look, params: CampaignParams) -> str:
+    iv = "[unbounded]" if look.low is None else f"[{look.low:.3f}, {look.high:.3f}]"
+    return f"pair {look.n_pairs}/{params.max_pairs}: {look.speedup:.3f}x {iv}; {stop_line(look, params)}"
+
+
+class RecordedLook(msgspec.Struct, frozen=True, kw_only=True):
+    n_pairs: int
+    elapsed_s: float
+    reason: str
+
+
+def replay_looks(
+    log_ratios: Sequence[float] | np.ndarray,
+    looks: Sequence[RecordedLook],
+    params: CampaignParams,
+    start: int = 0,
+) -> str | None:
+    """The first way recorded looks of one campaign part no longer follow from the samples, or None.
+
+    `log_ratios` are every pair of the campaign up to this part's end; the part began after `start`.
+    Checks that the looks fall on the schedule, that every look but the last said continue, that
+    the last one stopped for the recorded reason, and that the part ends at its last look.
+    """
+    d = as_log_ratios(log_ratios)
+    if not looks:
+        return "no looks recorded"
+    expected = start
+    for k, rec in enumerate(looks, 1):
+        expected = next_look(expected, params, start)
+        if rec.n_pairs != expected:
+            return f"look {k} is after {rec.n_pairs} pairs, but the schedule looks after {expected}"
+        if rec.n_pairs > d.size:
+            return f"look {k} is after {rec.n_pairs} pairs, but only {d.size} pairs were recorded"
+        again = campaign_look(d[: rec.n_pairs], params, rec.elapsed_s)
+        last = k == len(looks)
+        if again.reason != rec.reason:
+            return f"look {k} (after {rec.n_pairs} pairs) recorded {rec.reason}, but the samples give {again.reason}"
+        if again.stop != last:
+            what = "stops" if again.stop else "continues"
+            return f"look {k} (after {rec.n_pairs} pairs) {what}, but the campaign {'ended' if last else 'went on'}"
+    if looks[-1].n_pairs != d.size:
+        return f"the campaign stopped after {looks[-1].n_pairs} pairs but recorded {d.size}"
+    return None
+
+
+class CampaignOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """The times of every pair of the campaign so far and the looks of this part."""
+
+    baseline_s: tuple[float, ...]
+    candidate_s: tuple[float, ...]
+    looks: tuple[Look, ...]
+    aborted: bool  # the measurement gave up (a failed run): no stop was reached
+
+
+def run_campaign(
+    measure: Callable[[int, int], tuple[Sequence[float], Sequence[float]] | None],
+    params: CampaignParams,
+    *,
+    clock: Callable[[], float] = lambda: 0.0,
+    earlier: tuple[Sequence[float], Sequence[float]] = ((), ()),
+    on_look: Callable[[Look], None] = lambda _look: None,
+) -> CampaignOutcome:
+    """The controller: measure pairs up to each look, ask `campaign_look`, stop when it says so.
+
+    `measure(first, count)` times pairs first..first+count-1 (0-based over the whole campaign) and
+    returns their (baseline, candidate) times, or None when a run failed. `earlier` holds the pairs
+    of the parts before this one (a continuation); `clock()` is seconds since this part began. The
+    same function drives `pw evaluate` (real runs) and benchmarks/stats_sim.py (simulated ones).
+    """
+    params = check_campaign(params)
+    base = [float(x) for x in earlier[0]]
+    cand = [float(x) for x in earlier[1]]
+    start = len(base)
+    if start >= params.max_pairs:
+        raise StatsInputError(f"max_pairs ({params.max_pairs}) leaves no pairs after the {start} already run")
+    looks: list[Look] = []
+    n = start
+    while True:
+        target = next_look(n, params, start)
+        got = measure(n, target - n)
+        if got is None:
+            return CampaignOutcome(baseline_s=tuple(base), candidate_s=tuple(cand), looks=tuple(looks), aborted=True)
+        b, c = got
+        if len(b) != target - n or len(c) != target - n:
+            raise StatsInputError(f"measure({n}, {target - n}) returned {len(b)} and {len(c)} times")
+        base.extend(float(x) for x in b)
+        cand.extend(float(x) for x in c)
+        n = target
+        look = campaign_look(log_ratios(base, cand), params, clock())
+        looks.append(look)
+        on_look(look)
+        if look.stop:
+            return CampaignOutcome(baseline_s=tuple(base), candidate_s=tuple(cand), looks=tuple(looks), aborted=False)
