@@ -73,6 +73,18 @@ def _new_run_id(runs_dir: Path, name: str) -> str:
     return run_id
 
 
+def _writable_runs_dir(runs_dir: Path) -> Path:
+    """`runs_dir`, created if missing, or one line saying why runs cannot go there."""
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--runs-dir {runs_dir}: expected a directory runs can be written to "
+                         f"({exc.strerror or exc})") from None
+    if not os.access(runs_dir, os.W_OK | os.X_OK):
+        raise InputError(f"--runs-dir {runs_dir}: expected a directory runs can be written to (not writable)")
+    return runs_dir
+
+
 def _load_contract(workload: Path) -> tuple[Contract, str | None, bool, list[str]]:
     if (workload / MANIFEST).exists() and not (workload / MANIFEST).is_file():
         raise InputError(f"{MANIFEST}: expected a file in {workload}, found a directory or special file")
@@ -93,8 +105,7 @@ def create_run(opts: StartOptions, progress: Progress) -> RunHandle:
         raise InputError("--iterations must be >= 1 and --repairs >= 0")
     progress("reading the workload contract")
     contract, manifest_sha, inferred, decisions = _load_contract(workload)
-    runs_dir = Path(opts.runs_dir)
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    runs_dir = _writable_runs_dir(Path(opts.runs_dir))
     src_root = workload / contract.source.root
     files = workspace.source_files(src_root, exclude=list(contract.source.exclude), skip=(runs_dir,))
     source_sha = workspace.tree_digest(src_root, files)
