@@ -211,22 +211,8 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     state = stage(state, "preflight", _digest([run.host, run.source_sha256]),
                   lambda: [run_preflight(run.host, run.source_sha256, cache_dir)])
 
-    def do_build() -> list[ev.Payload]:
-        built = execute.build(contract, target, handle.evidence, handle.logs)
-        if built.outcome == "ok":
-            return [built]
-        last = built.steps[-1]
-        what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
-        fault = ev.FaultRecorded(
-            stage="build",
-            target="baseline",
-            failure_class="timeout" if built.outcome == "timeout" else "build-failed",
-            message=f"`{' '.join(last.argv)}` {what}; log evidence {last.log_sha256[:12] if last.log_sha256 else '-'}",
-            log_sha256=last.log_sha256,
-        )
-        return [built, fault]
-
-    state = stage(state, "build", _digest([run.source_sha256, contract.build]), do_build,
+    state = stage(state, "build", _digest([run.source_sha256, contract.build]),
+                  lambda: _build_baseline(handle, contract, target),
                   lambda now: build_outputs_lost(now, target, handle.path))
     binary = state.builds["baseline"].binary_sha256 or ""
 
@@ -274,6 +260,28 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
                       lambda: profile_stage(handle, state, target, progress))
 
     shutil.rmtree(scratch, ignore_errors=True)
+    return _ready(handle, run, skipped, completed)
+
+
+def _build_baseline(handle: RunHandle, contract: Contract, target: execute.Target) -> list[ev.Payload]:
+    """The build stage's events: the build, and a fault naming the failed step and its log."""
+    built = execute.build(contract, target, handle.evidence, handle.logs)
+    if built.outcome == "ok":
+        return [built]
+    last = built.steps[-1]
+    what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
+    fault = ev.FaultRecorded(
+        stage="build",
+        target="baseline",
+        failure_class="timeout" if built.outcome == "timeout" else "build-failed",
+        message=f"`{' '.join(last.argv)}` {what}; log evidence {last.log_sha256[:12] if last.log_sha256 else '-'}",
+        log_sha256=last.log_sha256,
+    )
+    return [built, fault]
+
+
+def _ready(handle: RunHandle, run: ev.RunStarted, skipped: list[str], completed: list[str]) -> StartResult:
+    """What `pw start` reports once every stage is recorded, with the agent's next command."""
     next_cmd = f"pw prepare {handle.path} --candidate <id>:baseline:<mechanism>"
     return StartResult(
         run_dir=str(handle.path),
