@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from pw.agent.source import c_family as cf
 from pw.agent.source.model import AccessFact, FunctionInfo
+from pw.agent.source.python_ast import value_kind
 
 # A literal stride below this is treated as dense (interleaved pairs such as re/im are normal).
 MIN_CONSTANT_STRIDE = 4
@@ -274,26 +275,6 @@ _HASH_KINDS = {"set", "dict", "set()", "frozenset()", "dict()", "defaultdict()",
 _TEXT_KINDS = {"str", "bytes", "str()", "bytes()", "join()", "format()", "JoinedStr"}
 
 
-def _kind_of_value(value) -> str:
-    if isinstance(value, (ast.List, ast.ListComp)):
-        return "list"
-    if isinstance(value, ast.Tuple):
-        return "tuple"
-    if isinstance(value, (ast.Set, ast.SetComp)):
-        return "set"
-    if isinstance(value, (ast.Dict, ast.DictComp)):
-        return "dict"
-    if isinstance(value, ast.JoinedStr):
-        return "str"
-    if isinstance(value, ast.Constant):
-        return type(value.value).__name__
-    if isinstance(value, ast.Call):
-        func = value.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        return f"{name}()"
-    return ""
-
-
 def _kind_of_annotation(annotation) -> str:
     if annotation is None:
         return ""
@@ -318,10 +299,10 @@ def _bindings(function, module: ast.Module, owner) -> dict[str, set[str]]:
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Assign):
                     for target in sub.targets:
-                        note(_target_name(target), _kind_of_value(sub.value))
+                        note(_target_name(target), value_kind(sub.value))
                 elif isinstance(sub, ast.AnnAssign):
                     note(_target_name(sub.target), _kind_of_annotation(sub.annotation) or
-                         _kind_of_value(sub.value))
+                         value_kind(sub.value))
 
     for statement in module.body:  # module globals
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
@@ -356,7 +337,7 @@ def _container(node, kinds: dict[str, set[str]]) -> str | None:
     if isinstance(node, (ast.Constant, ast.JoinedStr)):
         return None
     if isinstance(node, ast.Call):
-        kind = _kind_of_value(node)
+        kind = value_kind(node)
         if kind in _LIST_KINDS:
             return "list"
         if kind in _HASH_KINDS or kind in _TEXT_KINDS:
