@@ -27,6 +27,7 @@ from typing import Literal
 import msgspec
 
 from adapters.process import run_process
+from ledger.errors import ToolError
 from ledger.profile import Profile
 
 Phase = Literal["discovery", "diagnosis"]
@@ -35,7 +36,7 @@ PHASES: tuple[str, ...] = ("discovery", "diagnosis")
 CAPTURE_META = "capture.json"  # artifact role every capture writes: tool version + options used
 
 
-class CaptureError(Exception):
+class CaptureError(ToolError):
     """A capture (or the tool behind it) failed; the message is one line saying what and why."""
 
 

@@ -17,7 +17,7 @@ from typing import Any, Literal, Union
 
 import msgspec
 
-from ledger.errors import LedgerCorrupt
+from ledger.errors import LedgerCorrupt, NewerLedger
 from ledger.events import EVENT_TYPES, Envelope, Payload
 from ledger.upcast import upcast
 
@@ -114,7 +114,7 @@ def decode_payload(type_name: str, version: int, data: Any, *, seq: int | None =
     if cls is None:
         raise LedgerCorrupt(f"{where}: unknown event type {type_name!r}", seq=seq)
     if version > cls.VERSION:
-        raise LedgerCorrupt(
+        raise NewerLedger(
             f"{where}: {type_name} v{version} is newer than this ProfileWeaver understands "
             f"(v{cls.VERSION}); upgrade ProfileWeaver",
             seq=seq,

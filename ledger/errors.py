@@ -6,11 +6,26 @@ message that names the input and what was expected. Only the CLI renders them.
 
 from __future__ import annotations
 
+# The exit codes of `pw` (AGENTS.md, "Command-line conventions"). Each says what the caller does
+# next, so an error's code follows from its class, never from its message.
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1  # a verdict or check ran and did not pass: read the result
+EXIT_BAD_INPUT = 2     # bad input or usage: fix the command, file or path the message names
+EXIT_TOOL_FAILED = 3   # an external tool or the machine failed: nothing was judged; fix the environment
+EXIT_CONFLICT = 4      # another writer appended first: nothing was written; run the command again
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_CHECK_FAILED: "a verdict or check did not pass",
+    EXIT_BAD_INPUT: "bad input or usage",
+    EXIT_TOOL_FAILED: "an external tool or the machine failed, nothing was judged",
+    EXIT_CONFLICT: "another writer appended first, nothing was written: run it again",
+}
+
 
 class PWError(Exception):
     """Base of every error ProfileWeaver reports to a person or an agent."""
 
-    exit_code = 1
+    exit_code = EXIT_CHECK_FAILED
 
     def __init__(self, message: str) -> None:
         # One line only: a newline inside an error would break "one clear line on stderr".
@@ -24,13 +39,13 @@ class PWError(Exception):
 class UsageError(PWError):
     """The command line itself was wrong (unknown verb, missing argument)."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 class InputError(PWError):
     """A file, path or value given to us is not what was expected."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 class LedgerCorrupt(InputError):
@@ -46,10 +61,16 @@ class TornTail(LedgerCorrupt):
     """The last bytes of the ledger are an incomplete or undecodable append; `pw repair` fixes it."""
 
 
-class ConcurrencyError(PWError):
-    """Another writer appended first: the expected sequence number is stale. Nothing was written."""
+class NewerLedger(LedgerCorrupt):
+    """A whole, hashed event of a version newer than this code understands: upgrade ProfileWeaver.
+    Not damage: neither repair nor audit can say anything about it."""
 
-    exit_code = 1
+
+class ConcurrencyError(PWError):
+    """Another writer appended first: the expected sequence number is stale. Nothing was written.
+    Neither a verdict nor bad input: the same command, run again, decides against the new state."""
+
+    exit_code = EXIT_CONFLICT
 
     def __init__(self, message: str, *, expected: int, actual: int) -> None:
         super().__init__(message)
@@ -60,13 +81,14 @@ class ConcurrencyError(PWError):
 class RejectedCommand(PWError):
     """A command is not valid against the current state (decide refused it). No event was appended."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 class WorkloadError(PWError):
-    """The workload failed in a classified way (build, launch, oracle, timeout, crash)."""
+    """The workload failed in a classified way (build, launch, oracle, timeout, crash): the user's
+    program did not pass a check it must pass (it builds, runs, and agrees with its oracle)."""
 
-    exit_code = 1
+    exit_code = EXIT_CHECK_FAILED
 
     def __init__(self, message: str, *, failure_class: str) -> None:
         super().__init__(message)
@@ -74,6 +96,6 @@ class WorkloadError(PWError):
 
 
 class ToolError(PWError):
-    """An external tool (profiler, compiler) could not do what was asked."""
+    """An external tool (profiler, compiler, patch) could not do what was asked: nothing was judged."""
 
-    exit_code = 1
+    exit_code = EXIT_TOOL_FAILED

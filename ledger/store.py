@@ -31,7 +31,7 @@ from ledger.codec import (
     line_digest_ok,
     seal,
 )
-from ledger.errors import ConcurrencyError, InputError, LedgerCorrupt, TornTail
+from ledger.errors import ConcurrencyError, InputError, LedgerCorrupt, NewerLedger, TornTail
 from ledger.events import EVENT_TYPES, GENESIS, Envelope, LedgerRepaired, Payload
 
 _CHUNK = 1 << 20
@@ -216,7 +216,7 @@ def _scan_lines(f, cursor: _Cursor, *, size: int) -> None:
         is_last = offset + len(line) + (1 if complete else 0) >= size
         if not complete:
             raise TornTail(f"ledger: incomplete last line at byte {offset}", seq=seq + 1, offset=batch_start)
-        problem, intact = _check_line(line, seq + 1, prev)
+        problem, intact, error = _check_line(line, seq + 1, prev)
         if problem is None:
             header = decode_header(line)
             if expect_more and header.batch != expect_more - 1:
@@ -226,7 +226,7 @@ def _scan_lines(f, cursor: _Cursor, *, size: int) -> None:
             # version, a broken chain) is corruption even at the end, and repair must not drop it.
             if is_last and not intact:
                 raise TornTail(f"ledger: last event at byte {offset} {problem}", seq=seq + 1, offset=batch_start)
-            raise LedgerCorrupt(f"ledger: event seq {seq + 1} at byte {offset} {problem}", seq=seq + 1, offset=offset)
+            raise error(f"ledger: event seq {seq + 1} at byte {offset} {problem}", seq=seq + 1, offset=offset)
         seq, prev = header.seq, header.hash
         if header.key is not None:
             batch_keys.append((header.key, offset, len(line)))
@@ -244,28 +244,29 @@ def _scan_lines(f, cursor: _Cursor, *, size: int) -> None:
         )
 
 
-def _check_line(line: bytes, seq: int, prev: str) -> tuple[str | None, bool]:
-    """Why this line cannot be event `seq` after `prev` (None when it can), and whether the line
-    itself is intact (its hash matches and it decodes), i.e. cannot be the debris of a torn append."""
+def _check_line(line: bytes, seq: int, prev: str) -> tuple[str | None, bool, type[LedgerCorrupt]]:
+    """Why this line cannot be event `seq` after `prev` (None when it can); whether the line itself is
+    intact (its hash matches and it decodes), i.e. cannot be the debris of a torn append; and the
+    error that says so (a newer version is its own kind: nothing is wrong with the file)."""
     if not line_digest_ok(line):
-        return "fails its hash (damaged or not a ledger line)", False
+        return "fails its hash (damaged or not a ledger line)", False, LedgerCorrupt
     try:
         header = decode_header(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return "is not a valid event envelope", False
+        return "is not a valid event envelope", False, LedgerCorrupt
     if header.seq != seq:
-        return f"has seq {header.seq}, expected {seq}", True
+        return f"has seq {header.seq}, expected {seq}", True, LedgerCorrupt
     if header.prev != prev:
-        return "does not chain to the previous event (prev hash differs)", True
+        return "does not chain to the previous event (prev hash differs)", True, LedgerCorrupt
     cls = EVENT_TYPES.get(header.type)
     if cls is None:
-        return f"has unknown event type {header.type!r}", True
+        return f"has unknown event type {header.type!r}", True, LedgerCorrupt
     if header.v > cls.VERSION:
         return (
             f"is {header.type} v{header.v}, newer than this ProfileWeaver understands (v{cls.VERSION}); "
             "upgrade ProfileWeaver"
-        ), True
-    return None, True
+        ), True, NewerLedger
+    return None, True, LedgerCorrupt
 
 
 class Ledger:

@@ -135,6 +135,95 @@ def test_usage_errors_are_one_line_exit_2(tmp_path: Path):
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc
 
 
+# --- the exit code follows from the error's class, never from its message -----------------------
+
+
+def _error_classes() -> dict[type, int]:
+    from adapters.base import CaptureError
+    from ledger import errors
+    from pw.agent.skilltree import FrontmatterError
+    from pw.stats.errors import StatsInputError
+
+    return {
+        errors.UsageError: errors.EXIT_BAD_INPUT,
+        errors.InputError: errors.EXIT_BAD_INPUT,
+        errors.LedgerCorrupt: errors.EXIT_BAD_INPUT,
+        errors.TornTail: errors.EXIT_BAD_INPUT,
+        errors.NewerLedger: errors.EXIT_BAD_INPUT,
+        errors.RejectedCommand: errors.EXIT_BAD_INPUT,
+        StatsInputError: errors.EXIT_BAD_INPUT,
+        FrontmatterError: errors.EXIT_BAD_INPUT,
+        errors.WorkloadError: errors.EXIT_CHECK_FAILED,
+        errors.ToolError: errors.EXIT_TOOL_FAILED,
+        CaptureError: errors.EXIT_TOOL_FAILED,
+        errors.ConcurrencyError: errors.EXIT_CONFLICT,
+    }
+
+
+def _subclasses(cls: type) -> set[type]:
+    return {c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))}
+
+
+def test_every_error_of_the_family_has_a_documented_exit_code_and_only_a_check_exits_1():
+    from ledger.errors import EXIT_CHECK_FAILED, EXIT_CODES, PWError
+
+    table = _error_classes()
+    family = _subclasses(PWError)
+    assert set(table) <= family
+    unlisted = {c.__qualname__ for c in family - set(table) if c.__module__.split(".")[0] in ("ledger", "pw", "adapters")}
+    assert not unlisted, f"give these a row in _error_classes: {unlisted}"
+    assert all(c.exit_code in EXIT_CODES and c.exit_code != 0 for c in family)
+    assert {c for c in family if c.exit_code == EXIT_CHECK_FAILED and c in table} == {
+        c for c in table if "WorkloadError" in c.__qualname__
+    }
+    help_text = pw("--help").stdout
+    assert all(f"{code}: {what}" in " ".join(help_text.split()) for code, what in EXIT_CODES.items()), help_text
+
+
+_RAISE: list[Exception] = []
+
+
+def _raising_verb(args) -> int:
+    raise _RAISE[0]
+
+
+def _instance(cls: type) -> Exception:
+    from ledger import errors
+
+    if issubclass(cls, errors.ConcurrencyError):
+        return cls("ledger moved on (head seq 3, expected 2); nothing was written", expected=2, actual=3)
+    if issubclass(cls, errors.WorkloadError):
+        return cls("build: exited 2", failure_class="build")
+    return cls(f"{cls.__name__} says what was expected")
+
+
+@pytest.mark.parametrize("cls", list(_error_classes()), ids=lambda c: c.__name__)
+def test_the_cli_renders_each_error_as_one_line_and_its_class_exit_code(cls, monkeypatch, tmp_path: Path):
+    from pw.cli import VERBS
+
+    monkeypatch.setitem(VERBS, "log", f"{__name__}:_raising_verb")
+    monkeypatch.setattr(sys.modules[__name__], "_RAISE", [_instance(cls)])
+    proc = pw("log", tmp_path)
+    assert proc.returncode == _error_classes()[cls], proc
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("pw log: ")
+
+
+def test_audit_reports_a_torn_tail_or_a_broken_chain_as_a_failed_check(run: Path):
+    """Told apart by type (TornTail, a corrupt line after the first): an audit's finding, exit 1."""
+    path = run / "ledger.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"seq": 5, "id": "torn')
+    torn = pw("audit", run)
+    assert torn.returncode == 1, torn.stdout + torn.stderr
+    lines = whole.split(b"\n")
+    lines[2] = lines[2].replace(b"second", b"SECOND")  # a whole line whose hash no longer matches
+    path.write_bytes(b"\n".join(lines))
+    broken = pw("audit", run)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "audit failed" in broken.stdout
+
+
 # --- verbs on a valid run ------------------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ledger import events as ev
-from ledger.errors import ConcurrencyError
+from ledger.errors import EXIT_CONFLICT, ConcurrencyError
 from ledger.store import Ledger
 from tests.conftest import make_run_started
 
@@ -75,7 +75,7 @@ def test_stale_writer_gets_concurrency_error_and_writes_nothing(run_dir: Path):
         with pytest.raises(ConcurrencyError) as info:
             stale.append([ev.Note(text="decided against seq 2"), ev.Note(text="x")], expected_seq=2)
         assert (info.value.expected, info.value.actual) == (2, 3)
-        assert info.value.exit_code == 1
+        assert info.value.exit_code == EXIT_CONFLICT  # neither a verdict (1) nor bad input (2)
         assert path.read_bytes() == before
     assert sorted(p.name for p in run_dir.iterdir()) == ["ledger.jsonl"]
 

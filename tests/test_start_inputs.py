@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,32 @@ def test_bad_budgets(bad_input, tmp_path, flag):
     wl.mkdir()
     (wl / "main.c").write_text("int main(void) { return 0; }\n")
     bad_input("--workload", wl, "--runs-dir", tmp_path / "runs", *flag)
+
+
+def _small_workload(root: Path) -> Path:
+    wl = root / "wl"
+    wl.mkdir()
+    (wl / "main.c").write_text("int main(void) { return 0; }\n")
+    return wl
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "is-a-file"])
+def test_a_runs_dir_that_cannot_be_created_is_bad_input(bad_input, tmp_path, where):
+    wl = _small_workload(tmp_path)
+    (tmp_path / "plain-file").write_text("not a directory\n")
+    runs = tmp_path / "plain-file" / "runs" if where == "under-a-file" else tmp_path / "plain-file"
+    err = bad_input("--workload", wl, "--runs-dir", runs)
+    assert err.startswith(f"pw start: --runs-dir {runs}: expected a directory runs can be written to"), err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory anyway")
+def test_a_read_only_runs_dir_is_bad_input(bad_input, tmp_path):
+    wl = _small_workload(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    runs.chmod(0o500)
+    try:
+        err = bad_input("--workload", wl, "--runs-dir", runs)
+    finally:
+        runs.chmod(0o700)
+    assert "--runs-dir" in err and "not writable" in err, err

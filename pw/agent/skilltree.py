@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from ledger.errors import InputError
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SKILLS_DIR = REPO_ROOT / "skills"
 SKILL_FILE = "SKILL.md"
@@ -85,8 +87,8 @@ class Skill:
     body: str                # the markdown after the frontmatter
 
 
-class FrontmatterError(ValueError):
-    pass
+class FrontmatterError(InputError):
+    """A SKILL.md whose front matter is not the YAML mapping of text an agent reads."""
 
 
 # The YAML text starts on line 2 of the file; PyYAML counts lines from 0.

@@ -311,7 +311,6 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     from pw.agent.brief import render_brief
     from pw.agent.source.locator import locate
     from pw.agent.tokens import TOKENIZER, count_tokens
-    from pw.rules.mechanisms import rank_mechanisms
 
     run = state.run
     contract = run.contract
@@ -325,31 +324,12 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     elif not hot.file:
         # No line info (no debug info could be had): find the symbol's definition with the parsers.
         located = locate_symbol(target.src_dir, target.files, contract, hot.name, defines)
-    measurements: dict = {"hotspot_share": hot.share, "hotspot_symbol": hot.name,
-                          "line_shares": {h["line"]: h["share"] for h in line_shares}}
-    op = line_profile.operation(hot.operation)
-    if op is not None:
-        measurements.update({k: v for k, v in op.self_metrics.items()})
-    mechanisms = rank_mechanisms(located.facts if located else [], measurements)
-    mech_dicts = [msgspec.to_builtins(m) for m in mechanisms]
+    mech_dicts = _ranked_mechanisms(located, hot, line_profile, line_shares)
     out: list[ev.Payload] = []
     slices_info = []
     if located is not None:
-        doc = msgspec.to_builtins(located)
-        # Stable, shell-friendly file names in the locator's priority order: 01-hotspot-matmul.txt
-        names: dict[str, str] = {}
-        for t in located.targets:
-            if t.slice and t.slice not in names:
-                stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{t.role}-{t.symbol}").strip("-")[:48]
-                names[t.slice] = f"{slices_dir}{len(names) + 1:02d}-{stem}.txt"
-                slices_info.append({"path": names[t.slice], "range": f"{t.file}:{t.line_start}-{t.line_end}",
-                                    "role": t.role, "symbol": t.symbol})
-        slices = {names[k]: text for k, text in located.slices.items() if k in names}
-        out.append(ev.SourceTargetsEmitted(
-            target=label, document=doc, slices=dict(sorted(slices.items())),
-            frontier=located.frontier_lines(), mechanisms=mech_dicts,
-            editable=sorted({t.file for t in located.targets if t.editable}),
-        ))
+        targets, slices_info = _source_targets(located, mech_dicts, label=label, slices_dir=slices_dir)
+        out.append(targets)
     pf = state.preflight
     probe = next((p for p in pf.profilers if p.name == adapter), None)
     variance = next((t for t in state.timings if t.purpose == "baseline-variance"), None)
@@ -400,7 +380,56 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     if label != "baseline":
         numbers["slices_dir"] = slices_dir
     text, tokens = render_brief(numbers, count_tokens)
-    view = {
+    view = _agent_view(adapter, discovery, line_shares, mech_dicts, located, gpu)
+    costs = {"agent-brief.txt": tokens,
+             "agent-view.json": count_tokens(msgspec.json.encode(view).decode())}
+    for name, body in (out[0].slices.items() if out else []):
+        costs[name] = count_tokens(body)
+    out.append(ev.BriefEmitted(target=label, text=text, tokens=tokens, tokenizer=TOKENIZER,
+                               numbers=numbers, view=view, costs=costs))
+    return out
+
+
+def _ranked_mechanisms(located, hot, line_profile: Profile, line_shares: list[dict]) -> list[dict]:
+    """The mechanism catalog ranked against the hotspot's source facts and its measured metrics."""
+    from pw.rules.mechanisms import rank_mechanisms
+
+    measurements: dict = {"hotspot_share": hot.share, "hotspot_symbol": hot.name,
+                          "line_shares": {h["line"]: h["share"] for h in line_shares}}
+    op = line_profile.operation(hot.operation)
+    if op is not None:
+        measurements.update({k: v for k, v in op.self_metrics.items()})
+    mechanisms = rank_mechanisms(located.facts if located else [], measurements)
+    return [msgspec.to_builtins(m) for m in mechanisms]
+
+
+def _source_targets(located, mech_dicts: list[dict], *, label: str = "baseline",
+                    slices_dir: str = "source-slices/") -> tuple[ev.SourceTargetsEmitted, list[dict]]:
+    """The located targets (of `label`'s tree) as an event with their slices under stable file names
+    in `slices_dir`, and the brief's list of those slices."""
+    doc = msgspec.to_builtins(located)
+    # Stable, shell-friendly file names in the locator's priority order: 01-hotspot-matmul.txt
+    names: dict[str, str] = {}
+    slices_info = []
+    for t in located.targets:
+        if t.slice and t.slice not in names:
+            stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{t.role}-{t.symbol}").strip("-")[:48]
+            names[t.slice] = f"{slices_dir}{len(names) + 1:02d}-{stem}.txt"
+            slices_info.append({"path": names[t.slice], "range": f"{t.file}:{t.line_start}-{t.line_end}",
+                                "role": t.role, "symbol": t.symbol})
+    slices = {names[k]: text for k, text in located.slices.items() if k in names}
+    event = ev.SourceTargetsEmitted(
+        target=label, document=doc, slices=dict(sorted(slices.items())),
+        frontier=located.frontier_lines(), mechanisms=mech_dicts,
+        editable=sorted({t.file for t in located.targets if t.editable}),
+    )
+    return event, slices_info
+
+
+def _agent_view(adapter: str, discovery: Profile, line_shares: list[dict], mech_dicts: list[dict], located,
+                gpu: dict | None = None) -> dict:
+    """What `pw inspect` shows beyond the brief: the discovery profile's top, lines, mechanisms, facts."""
+    return {
         "profile": {"adapter": adapter, "tool": discovery.tool, "tool_version": discovery.tool_version,
                     "totals": discovery.totals,
                     "top": [{"id": o.id, "self": o.self_metrics, "inclusive": o.inclusive_metrics,
@@ -412,10 +441,3 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "omitted": list(located.omitted) if located else [],
         **({"ncu": gpu} if gpu is not None and "roofline" in gpu else {}),
     }
-    costs = {"agent-brief.txt": tokens,
-             "agent-view.json": count_tokens(msgspec.json.encode(view).decode())}
-    for name, body in (out[0].slices.items() if out else []):
-        costs[name] = count_tokens(body)
-    out.append(ev.BriefEmitted(target=label, text=text, tokens=tokens, tokenizer=TOKENIZER,
-                               numbers=numbers, view=view, costs=costs))
-    return out

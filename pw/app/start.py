@@ -74,6 +74,18 @@ def _new_run_id(runs_dir: Path, name: str) -> str:
     return run_id
 
 
+def _writable_runs_dir(runs_dir: Path) -> Path:
+    """`runs_dir`, created if missing, or one line saying why runs cannot go there."""
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--runs-dir {runs_dir}: expected a directory runs can be written to "
+                         f"({exc.strerror or exc})") from None
+    if not os.access(runs_dir, os.W_OK | os.X_OK):
+        raise InputError(f"--runs-dir {runs_dir}: expected a directory runs can be written to (not writable)")
+    return runs_dir
+
+
 def _load_contract(workload: Path) -> tuple[Contract, str | None, bool, list[str]]:
     if (workload / MANIFEST).exists() and not (workload / MANIFEST).is_file():
         raise InputError(f"{MANIFEST}: expected a file in {workload}, found a directory or special file")
@@ -95,8 +107,7 @@ def create_run(opts: StartOptions, progress: Progress) -> RunHandle:
         raise InputError("--iterations must be >= 1 and --repairs >= 0")
     progress("reading the workload contract")
     contract, manifest_sha, inferred, decisions = _load_contract(workload)
-    runs_dir = Path(opts.runs_dir)
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    runs_dir = _writable_runs_dir(Path(opts.runs_dir))
     src_root = workload / contract.source.root
     files = workspace.source_files(src_root, exclude=list(contract.source.exclude), skip=(runs_dir,))
     source_sha = workspace.tree_digest(src_root, files)
@@ -242,22 +253,8 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     state = stage(state, "preflight", _digest([run.host, run.source_sha256]),
                   lambda: [run_preflight(run.host, run.source_sha256, cache_dir)])
 
-    def do_build() -> list[ev.Payload]:
-        built = execute.build(contract, target, handle.evidence, handle.logs)
-        if built.outcome == "ok":
-            return [built]
-        last = built.steps[-1]
-        what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
-        fault = ev.FaultRecorded(
-            stage="build",
-            target="baseline",
-            failure_class="timeout" if built.outcome == "timeout" else "build-failed",
-            message=f"`{' '.join(last.argv)}` {what}; log evidence {last.log_sha256[:12] if last.log_sha256 else '-'}",
-            log_sha256=last.log_sha256,
-        )
-        return [built, fault]
-
-    state = stage(state, "build", _digest([run.source_sha256, contract.build]), do_build,
+    state = stage(state, "build", _digest([run.source_sha256, contract.build]),
+                  lambda: _build_baseline(handle, contract, target),
                   lambda now: build_outputs_lost(now, target, handle.path))
     binary = state.builds["baseline"].binary_sha256 or ""
 
@@ -293,6 +290,29 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
                       lambda: profile_stage(handle, state, target, progress))
 
     shutil.rmtree(scratch, ignore_errors=True)
+    return _ready(handle, state, run, skipped, completed)
+
+
+def _build_baseline(handle: RunHandle, contract: Contract, target: execute.Target) -> list[ev.Payload]:
+    """The build stage's events: the build, and a fault naming the failed step and its log."""
+    built = execute.build(contract, target, handle.evidence, handle.logs)
+    if built.outcome == "ok":
+        return [built]
+    last = built.steps[-1]
+    what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
+    fault = ev.FaultRecorded(
+        stage="build",
+        target="baseline",
+        failure_class="timeout" if built.outcome == "timeout" else "build-failed",
+        message=f"`{' '.join(last.argv)}` {what}; log evidence {last.log_sha256[:12] if last.log_sha256 else '-'}",
+        log_sha256=last.log_sha256,
+    )
+    return [built, fault]
+
+
+def _ready(handle: RunHandle, state: RunState, run: ev.RunStarted, skipped: list[str],
+           completed: list[str]) -> StartResult:
+    """What `pw start` reports once every stage is recorded, with the agent's next command."""
     next_cmd = f"pw prepare {handle.path} --candidate <id>:baseline:<mechanism>"
     oracle = state.oracles.get("baseline")
     message = ""

@@ -2,8 +2,9 @@
 
 Keeping heavy imports (numpy, scipy, rich, msgspec types) inside the verbs keeps `pw --help` fast.
 Errors from the one family in `ledger.errors` are rendered here, and only here, as one line on
-stderr with the exit code of DESIGN.md §7: 0 success, 1 a verdict or check that did not pass,
-2 bad input or usage.
+stderr with the exit code their class carries (`ledger.errors.EXIT_CODES`): 0 success, 1 a verdict
+or check that did not pass, 2 bad input or usage, 3 an external tool or the machine failed (nothing
+was judged), 4 another writer appended first (nothing was written; run it again).
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ def _verb(sub, name: str, help: str, *, run: bool = True, json_help: str | None 
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ledger.errors import EXIT_CODES
+
     parser = _Parser(
         prog="pw",
         description="ProfileWeaver: measure why a program is slow and judge rewrites with six trust gates.",
+        epilog="exit codes: " + "; ".join(f"{code}: {what}" for code, what in EXIT_CODES.items()),
     )
     parser.add_argument("--version", action="version", version="profileweaver 0.1.0")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)

@@ -28,16 +28,17 @@ def checked_events(run: RunDir, ledger: Ledger, *, until: int | None = None, led
     except TornTail as exc:
         if exc.seq == 1 and not first_line_intact(path):
             raise InputError(f"{path}: not a ProfileWeaver ledger (first line is not a valid event)") from None
-        raise InputError(
+        raise TornTail(
             f"{path}: torn tail at byte {exc.offset} (an interrupted append); "
-            f"run `pw repair {run.path}` to quarantine it"
+            f"run `pw repair {run.path}` to quarantine it",
+            seq=exc.seq, offset=exc.offset,
         ) from None
     except LedgerCorrupt as exc:
         detail = str(exc).removeprefix("ledger: ")
         if exc.seq == 1 and not first_line_intact(path):
             raise InputError(f"{path}: not a ProfileWeaver ledger ({detail})") from None
         # A whole, hashed line that does not fit (newer version, broken chain): say so, naming the file.
-        raise LedgerCorrupt(f"{path}: {detail}", seq=exc.seq, offset=exc.offset) from None
+        raise type(exc)(f"{path}: {detail}", seq=exc.seq, offset=exc.offset) from None
     # A pw process keeps the events it read until it exits, and they are acyclic plain data: moving
     # them out of the cyclic collector's sight keeps every later collection (while folding, say)
     # from walking them again (fold of 100k events: benchmarks/ledger.py). That is a choice for the

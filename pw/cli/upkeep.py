@@ -14,19 +14,20 @@ from pw.cli.common import checked_events, open_run, print_json, print_text
 
 
 def audit(args) -> int:
-    from ledger.errors import LedgerCorrupt
+    from ledger.errors import LedgerCorrupt, NewerLedger, TornTail
     from pw.app.audit import audit_run
 
     run, ledger = open_run(args.run)
     try:
         checked_events(run, ledger)
+    except TornTail:
+        pass  # damage an audit is for: reported below (exit 1)
+    except NewerLedger:
+        raise  # written by a newer ProfileWeaver: nothing here can judge it (exit 2)
     except LedgerCorrupt as exc:
-        # Empty, not a ledger, or newer than this code: bad input (exit 2). A damaged chain in an
-        # otherwise valid ledger is what an audit is for: it is reported below (exit 1).
-        if exc.seq in (None, 1) or "newer than" in str(exc):
-            raise
-    except InputError as exc:
-        if "torn tail" not in str(exc):
+        # Empty or not a ledger: bad input (exit 2). A damaged chain in an otherwise valid ledger
+        # is what an audit is for: it is reported below (exit 1).
+        if exc.seq in (None, 1):
             raise
     report = audit_run(run)
     if args.json:

@@ -12,16 +12,7 @@ from .errors import StatsInputError
 
 def as_times(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
     """A 1-D float64 copy of run times, each finite and > 0."""
-    try:
-        arr = np.array(values, dtype=np.float64)  # a copy: the caller's buffer is never kept
-    except (TypeError, ValueError) as exc:
-        raise StatsInputError(f"{name} must be a sequence of numbers (seconds): {exc}") from None
-    if arr.ndim != 1:
-        raise StatsInputError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise StatsInputError(f"{name} must be finite, got {float(arr[i])!r} at index {i}")
+    arr = _finite_vector(name, values, "numbers (seconds)")
     nonpos = arr <= 0
     if nonpos.any():
         i = int(np.argmax(nonpos))
@@ -58,16 +49,21 @@ def log_ratios(baseline_s: Sequence[float], candidate_s: Sequence[float]) -> np.
 
 def as_log_ratios(values: Sequence[float] | np.ndarray) -> np.ndarray:
     """A 1-D float64 copy of log ratios, each finite."""
+    return _finite_vector("log_ratios", values, "numbers")
+
+
+def _finite_vector(name: str, values, what: str) -> np.ndarray:
+    """A 1-D float64 copy of `values` (the caller's buffer is never kept), each finite."""
     try:
         arr = np.array(values, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise StatsInputError(f"log_ratios must be a sequence of numbers: {exc}") from None
+        raise StatsInputError(f"{name} must be a sequence of {what}: {exc}") from None
     if arr.ndim != 1:
-        raise StatsInputError(f"log_ratios must be one-dimensional, got shape {arr.shape}")
+        raise StatsInputError(f"{name} must be one-dimensional, got shape {arr.shape}")
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.argmax(bad))
-        raise StatsInputError(f"log_ratios must be finite, got {float(arr[i])!r} at index {i}")
+        raise StatsInputError(f"{name} must be finite, got {float(arr[i])!r} at index {i}")
     return arr
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from pw.agent.source import c_family as cf
 from pw.agent.source.model import AccessFact, FunctionInfo
+from pw.agent.source.python_ast import value_kind
 
 # A literal stride below this is treated as dense (interleaved pairs such as re/im are normal).
 MIN_CONSTANT_STRIDE = 4
@@ -100,24 +101,33 @@ def c_facts(function_node, fn: FunctionInfo, fields_of: FieldsOf | None = None,
 
     for base, uses in aos.items():
         resolved = fields_of(var_types[base]) if fields_of and base in var_types else None
-        order = {name: i for i, name in enumerate(resolved[1])} if resolved is not None else {}
-        uses = sorted(uses, key=lambda u: (u[0], order.get(u[1], len(order)), u[1]))
-        touched = sorted(dict.fromkeys(field for _, field, _ in uses), key=lambda f: (order.get(f, len(order)), f))
-        if resolved is not None and len(touched) >= len(resolved[1]):
-            continue  # every declared field is used: the layout is not wasting bandwidth
-        for line in sorted({line for line, _, _ in uses}):
-            on_line = list(dict.fromkeys(f for ln, f, _ in uses if ln == line))
-            depth = min(d for ln, _, d in uses if ln == line)
-            if resolved is not None:
-                declared = f"{len(touched)} of {len(resolved[1])} declared fields of {resolved[0]}"
-            else:
-                declared = f"{len(touched)} fields (declaration not in tree)"
-            facts.append(AccessFact(
-                kind="aos-field", file=fn.file, line=line, loop_depth=depth, symbol=base,
-                detail=f"{base}[].{{{','.join(on_line)}}}: loop nest touches {declared}: {','.join(touched)}",
-                fields_touched=len(touched), fields_declared=len(resolved[1]) if resolved is not None else 0,
-            ))
+        facts += _aos_facts(fn, base, uses, resolved)
     return _sorted(facts)
+
+
+def _aos_facts(fn: FunctionInfo, base: str, uses: list[tuple[int, str, int]],
+               resolved: tuple[str, tuple[str, ...]] | None) -> list[AccessFact]:
+    """One `aos-field` fact per line where a loop nest reads fields of the array of structs `base`,
+    unless it touches every declared field (then the layout wastes no bandwidth)."""
+    order = {name: i for i, name in enumerate(resolved[1])} if resolved is not None else {}
+    uses = sorted(uses, key=lambda u: (u[0], order.get(u[1], len(order)), u[1]))
+    touched = sorted(dict.fromkeys(field for _, field, _ in uses), key=lambda f: (order.get(f, len(order)), f))
+    if resolved is not None and len(touched) >= len(resolved[1]):
+        return []
+    facts = []
+    for line in sorted({line for line, _, _ in uses}):
+        on_line = list(dict.fromkeys(f for ln, f, _ in uses if ln == line))
+        depth = min(d for ln, _, d in uses if ln == line)
+        if resolved is not None:
+            declared = f"{len(touched)} of {len(resolved[1])} declared fields of {resolved[0]}"
+        else:
+            declared = f"{len(touched)} fields (declaration not in tree)"
+        facts.append(AccessFact(
+            kind="aos-field", file=fn.file, line=line, loop_depth=depth, symbol=base,
+            detail=f"{base}[].{{{','.join(on_line)}}}: loop nest touches {declared}: {','.join(touched)}",
+            fields_touched=len(touched), fields_declared=len(resolved[1]) if resolved is not None else 0,
+        ))
+    return facts
 
 
 def _enclosing_loops(node, stop) -> list:
@@ -265,26 +275,6 @@ _HASH_KINDS = {"set", "dict", "set()", "frozenset()", "dict()", "defaultdict()",
 _TEXT_KINDS = {"str", "bytes", "str()", "bytes()", "join()", "format()", "JoinedStr"}
 
 
-def _kind_of_value(value) -> str:
-    if isinstance(value, (ast.List, ast.ListComp)):
-        return "list"
-    if isinstance(value, ast.Tuple):
-        return "tuple"
-    if isinstance(value, (ast.Set, ast.SetComp)):
-        return "set"
-    if isinstance(value, (ast.Dict, ast.DictComp)):
-        return "dict"
-    if isinstance(value, ast.JoinedStr):
-        return "str"
-    if isinstance(value, ast.Constant):
-        return type(value.value).__name__
-    if isinstance(value, ast.Call):
-        func = value.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        return f"{name}()"
-    return ""
-
-
 def _kind_of_annotation(annotation) -> str:
     if annotation is None:
         return ""
@@ -309,10 +299,10 @@ def _bindings(function, module: ast.Module, owner) -> dict[str, set[str]]:
             for sub in ast.walk(node):
                 if isinstance(sub, ast.Assign):
                     for target in sub.targets:
-                        note(_target_name(target), _kind_of_value(sub.value))
+                        note(_target_name(target), value_kind(sub.value))
                 elif isinstance(sub, ast.AnnAssign):
                     note(_target_name(sub.target), _kind_of_annotation(sub.annotation) or
-                         _kind_of_value(sub.value))
+                         value_kind(sub.value))
 
     for statement in module.body:  # module globals
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
@@ -347,7 +337,7 @@ def _container(node, kinds: dict[str, set[str]]) -> str | None:
     if isinstance(node, (ast.Constant, ast.JoinedStr)):
         return None
     if isinstance(node, ast.Call):
-        kind = _kind_of_value(node)
+        kind = value_kind(node)
         if kind in _LIST_KINDS:
             return "list"
         if kind in _HASH_KINDS or kind in _TEXT_KINDS:
@@ -364,74 +354,95 @@ def _container(node, kinds: dict[str, set[str]]) -> str | None:
 
 def python_facts(function, module: ast.Module, fn: FunctionInfo) -> list[AccessFact]:
     owner = next((n for n in ast.walk(module) if isinstance(n, ast.ClassDef) and function in n.body), None)
-    kinds = _bindings(function, module, owner)
-    facts: list[AccessFact] = []
-    lookups: dict[int, dict[str, list[int]]] = {}  # loop id -> dotted name -> lines
-    stores: dict[int, set[str]] = {}  # loop id -> names bound inside it
-    loop_info: dict[int, tuple[ast.AST, int, str | None]] = {}
+    walk = _LoopWalk(fn, _bindings(function, module, owner))
+    for statement in function.body:
+        walk.visit(statement, [])
+    walk.add_repeated_lookups()
+    return _sorted(walk.facts)
 
-    def add(kind: str, line: int, detail: str, depth: int, symbol: str, tags: tuple[str, ...] = ()) -> None:
-        facts.append(AccessFact(kind=kind, file=fn.file, line=line, detail=detail, loop_depth=depth,
-                                symbol=symbol, tags=tags))
 
-    def check(node, stack) -> None:
-        depth = len(stack)
-        if isinstance(node, ast.Compare):
-            for op, right in zip(node.ops, node.comparators):
-                if isinstance(op, (ast.In, ast.NotIn)):
-                    container = _container(right, kinds)
-                    if container is not None:
-                        text = ast.unparse(right)
-                        how = "a list" if container == "list" else "a container whose type is not inferred"
-                        add("linear-membership", node.lineno, f"`{ast.unparse(node)}`: {text} is {how}; each "
-                            "test scans it", depth, text, ("list",) if container == "list" else ("type-unknown",))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-            "index", "count", "remove"
-        ):
-            container = _container(node.func.value, kinds)
-            if container is not None and (node.func.attr != "remove" or container == "list"):
-                text = ast.unparse(node.func.value)
-                add("linear-membership", node.lineno, f"`{text}.{node.func.attr}(...)` scans {text} linearly",
-                    depth, text, ("list",) if container == "list" else ("type-unknown",))
+def _membership_facts(node, kinds: dict[str, set[str]], depth: int, add) -> None:
+    """`x in xs`, `xs.index(x)`, `xs.count(x)`, `xs.remove(x)` where `xs` may be a list: a linear scan."""
+    if isinstance(node, ast.Compare):
+        for op, right in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                container = _container(right, kinds)
+                if container is not None:
+                    text = ast.unparse(right)
+                    how = "a list" if container == "list" else "a container whose type is not inferred"
+                    add("linear-membership", node.lineno, f"`{ast.unparse(node)}`: {text} is {how}; each "
+                        "test scans it", depth, text, ("list",) if container == "list" else ("type-unknown",))
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+        "index", "count", "remove"
+    ):
+        container = _container(node.func.value, kinds)
+        if container is not None and (node.func.attr != "remove" or container == "list"):
+            text = ast.unparse(node.func.value)
+            add("linear-membership", node.lineno, f"`{text}.{node.func.attr}(...)` scans {text} linearly",
+                depth, text, ("list",) if container == "list" else ("type-unknown",))
+
+
+def _sized(iterable) -> bool:
+    """Whether a loop's iterable can grow with the input (not a literal of constants or a constant range)."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range":
+        return not all(isinstance(a, ast.Constant) for a in iterable.args)
+    if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
+        return not all(isinstance(e, ast.Constant) for e in iterable.elts)
+    return not isinstance(iterable, ast.Constant)
+
+
+class _LoopWalk:
+    """One walk over a Python function's body, carrying the stack of loops (for, while and
+    comprehension generators) around each node; collects facts and, per loop, the attribute chains
+    it loads and the names it binds."""
+
+    def __init__(self, fn: FunctionInfo, kinds: dict[str, set[str]]) -> None:
+        self.fn = fn
+        self.kinds = kinds
+        self.facts: list[AccessFact] = []
+        self.lookups: dict[int, dict[str, list[int]]] = {}  # loop id -> dotted name -> lines
+        self.stores: dict[int, set[str]] = {}  # loop id -> names bound inside it
+        self.loop_info: dict[int, tuple[ast.AST, int, str | None]] = {}
+
+    def add(self, kind: str, line: int, detail: str, depth: int, symbol: str, tags: tuple[str, ...] = ()) -> None:
+        self.facts.append(AccessFact(kind=kind, file=self.fn.file, line=line, detail=detail, loop_depth=depth,
+                                     symbol=symbol, tags=tags))
+
+    def check(self, node, stack) -> None:
+        _membership_facts(node, self.kinds, len(stack), self.add)
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             name = _dotted(node)
             if name:
-                lookups.setdefault(id(stack[-1][0]), {}).setdefault(name, []).append(node.lineno)
+                self.lookups.setdefault(id(stack[-1][0]), {}).setdefault(name, []).append(node.lineno)
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             for entry in stack:
-                stores.setdefault(id(entry[0]), set()).add(node.id)
+                self.stores.setdefault(id(entry[0]), set()).add(node.id)
 
-    def sized(iterable) -> bool:
-        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range":
-            return not all(isinstance(a, ast.Constant) for a in iterable.args)
-        if isinstance(iterable, (ast.List, ast.Tuple, ast.Set)):
-            return not all(isinstance(e, ast.Constant) for e in iterable.elts)
-        return not isinstance(iterable, ast.Constant)
-
-    def enter(loop_node, iterable, var, stack, line):
+    def enter(self, loop_node, iterable, var, stack, line):
         entry = (loop_node, var, iterable, line)
-        loop_info[id(loop_node)] = (loop_node, len(stack) + 1, var)
+        self.loop_info[id(loop_node)] = (loop_node, len(stack) + 1, var)
         outer = next((e for e in reversed(stack) if e[2] is not None), None)
-        if iterable is not None and outer is not None and sized(iterable) and sized(outer[2]):
-            add("quadratic-nesting", line, f"loop over {ast.unparse(iterable)} runs inside the loop over "
-                f"{ast.unparse(outer[2])} (line {outer[3]})", len(stack) + 1, ast.unparse(iterable))
+        if iterable is not None and outer is not None and _sized(iterable) and _sized(outer[2]):
+            self.add("quadratic-nesting", line, f"loop over {ast.unparse(iterable)} runs inside the loop over "
+                     f"{ast.unparse(outer[2])} (line {outer[3]})", len(stack) + 1, ast.unparse(iterable))
         return [*stack, entry]
 
-    def visit(node, stack) -> None:
+    def visit(self, node, stack) -> None:
+        visit = self.visit
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             return
         if stack:
-            check(node, stack)
+            self.check(node, stack)
         if isinstance(node, (ast.For, ast.AsyncFor)):
             visit(node.iter, stack)  # evaluated once, outside the loop
-            inner = enter(node, node.iter, _first_name(node.target), stack, node.lineno)
+            inner = self.enter(node, node.iter, _first_name(node.target), stack, node.lineno)
             visit(node.target, inner)
             for child in node.body:
                 visit(child, inner)
             for child in node.orelse:
                 visit(child, stack)
         elif isinstance(node, ast.While):
-            inner = enter(node, None, None, stack, node.lineno)
+            inner = self.enter(node, None, None, stack, node.lineno)
             visit(node.test, inner)
             for child in node.body:
                 visit(child, inner)
@@ -443,8 +454,8 @@ def python_facts(function, module: ast.Module, fn: FunctionInfo) -> list[AccessF
             inner = stack
             for generator in node.generators:
                 visit(generator.iter, inner)
-                inner = enter(generator, generator.iter, _first_name(generator.target), inner,
-                              generator.iter.lineno)
+                inner = self.enter(generator, generator.iter, _first_name(generator.target), inner,
+                                   generator.iter.lineno)
                 visit(generator.target, inner)
                 for condition in generator.ifs:
                     visit(condition, inner)
@@ -460,22 +471,20 @@ def python_facts(function, module: ast.Module, fn: FunctionInfo) -> list[AccessF
             for child in ast.iter_child_nodes(node):
                 visit(child, stack)
 
-    for statement in function.body:
-        visit(statement, [])
-
-    for loop_id, names in lookups.items():
-        _, depth, var = loop_info[loop_id]
-        bound = stores.get(loop_id, set())
-        for name, lines in sorted(names.items(), key=lambda item: (min(item[1]), item[0])):
-            root = name.split(".", 1)[0]
-            chain = name.count(".")
-            if root == var or root in bound:
-                continue  # per-element attribute, or rebound each iteration: not hoistable
-            if chain >= 2 or len(lines) >= 2:
-                add("repeated-attribute-lookup", min(lines), f"{name} looked up {len(lines)}x per iteration "
-                    f"({chain} attribute step{'s' if chain > 1 else ''}); the lookup result is loop-invariant",
-                    depth, name)
-    return _sorted(facts)
+    def add_repeated_lookups(self) -> None:
+        """An attribute chain loaded in a loop that binds none of its names: hoistable."""
+        for loop_id, names in self.lookups.items():
+            _, depth, var = self.loop_info[loop_id]
+            bound = self.stores.get(loop_id, set())
+            for name, lines in sorted(names.items(), key=lambda item: (min(item[1]), item[0])):
+                root = name.split(".", 1)[0]
+                chain = name.count(".")
+                if root == var or root in bound:
+                    continue  # per-element attribute, or rebound each iteration: not hoistable
+                if chain >= 2 or len(lines) >= 2:
+                    self.add("repeated-attribute-lookup", min(lines), f"{name} looked up {len(lines)}x per "
+                             f"iteration ({chain} attribute step{'s' if chain > 1 else ''}); the lookup result "
+                             "is loop-invariant", depth, name)
 
 
 def _dotted(node) -> str | None:

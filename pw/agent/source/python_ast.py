@@ -46,7 +46,7 @@ def parse_file(rel: str, data: bytes) -> tuple[FileIndex, ast.Module]:
         for name in _assigned_names(statement):
             globals_.append(GlobalInfo(name=name, file=rel, line_start=statement.lineno,
                                        line_end=statement.end_lineno or statement.lineno,
-                                       type=_value_kind(getattr(statement, "value", None))))
+                                       type=value_kind(getattr(statement, "value", None))))
     return FileIndex(file=rel, language="python", functions=tuple(functions), types=tuple(types),
                      globals=tuple(globals_)), module
 
@@ -100,17 +100,21 @@ def annotation_base(annotation) -> str | None:
     return None
 
 
-def _value_kind(value) -> str:
+def value_kind(value) -> str:
+    """What an assigned value evidently is: a literal's type (`list`, `dict`, `str` ...), the name of
+    the function that made it with `()` (`deque()`, `sorted()`), or "" when the syntax does not say."""
     if value is None:
         return ""
     if isinstance(value, (ast.List, ast.ListComp)):
         return "list"
-    if isinstance(value, (ast.Tuple,)):
+    if isinstance(value, ast.Tuple):
         return "tuple"
     if isinstance(value, (ast.Set, ast.SetComp)):
         return "set"
     if isinstance(value, (ast.Dict, ast.DictComp)):
         return "dict"
+    if isinstance(value, ast.JoinedStr):
+        return "str"
     if isinstance(value, ast.Constant):
         return type(value.value).__name__
     if isinstance(value, ast.Call):
