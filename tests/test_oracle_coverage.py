@@ -124,7 +124,7 @@ def test_a_rewrite_that_skips_most_of_the_work_is_not_verified_by_an_oracle_of_n
     assert any(r.startswith("no-oracle: oracle: it compared 0 lines") for r in out["reasons"]), out["reasons"]
     verdict = [e.data for e in ledger_events(run) if isinstance(e.data, ev.VerdictReached)][-1]
     gates = [e.data for e in ledger_events(run) if isinstance(e.data, ev.GatesEvaluated)][-1]
-    assert gates.rules == 3 and verdict.status == out["status"]
+    assert gates.rules >= 3 and verdict.status == out["status"]
 
 
 def test_hex_floats_compare_as_numbers():
