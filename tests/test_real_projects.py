@@ -139,7 +139,8 @@ def test_loop_interchange_on_gemm_is_verified_end_to_end(suite_copy, runs):
             break
     out = outs[-1]
     assert out["status"] == "verified", [(o["status"], o["reasons"]) for o in outs]
-    assert [g["name"] for g in out["gates"]] == list(GATE_NAMES) and all(g["passed"] for g in out["gates"])
+    assert [g["name"] for g in out["gates"]] == list(GATE_NAMES), [g["name"] for g in out["gates"]]
+    assert all(g["passed"] for g in out["gates"]), [g for g in out["gates"] if not g["passed"]]
     mechanism = next(g for g in out["gates"] if g["name"] == "mechanism")
     assert "kernel_gemm@linear-algebra/gemm/gemm.c" in mechanism["detail"]
     # The candidate was profiled from its own -g build, like the baseline.
