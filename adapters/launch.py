@@ -85,7 +85,10 @@ def _ancestors() -> set[int]:
 def _leftover_processes() -> list[str]:
     """'PID NAME' of every live process in this PID namespace besides us and our ancestors.
 
-    Zombies are skipped: an exited child that nobody has reaped yet does no work.
+    Zombies are skipped: an exited child that nobody has reaped yet does no work. A process is a
+    zombie only when every one of its threads is: a leader that leaves by the thread-exit syscall
+    shows "Z" in /proc/PID/stat while its other threads go on working (and /proc lists no thread
+    ids), which once hid a forked child that finished the product after the timer had stopped.
     """
     mine, out = _ancestors(), []
     for entry in sorted(os.listdir("/proc"), key=lambda e: (len(e), e)):
@@ -97,9 +100,26 @@ def _leftover_processes() -> list[str]:
         except OSError:
             continue  # it exited while we looked
         name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
-        if rest[:1] not in ("Z", "X"):
+        if rest[:1] not in ("Z", "X") or _live_thread(entry):
             out.append(f"{entry} {name}")
     return out[:_MAX_LISTED]
+
+
+def _live_thread(pid: str) -> bool:
+    """Whether any thread of process ``pid`` is neither a zombie nor dead."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2:][:1] not in ("Z", "X"):
+            return True
+    return False
 
 
 def _scratch_files(roots: list[str], own_trees: list[str]) -> list[str]:
