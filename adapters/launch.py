@@ -44,6 +44,7 @@ def main() -> None:
     argv, env = spec["argv"], spec["env"]
     sandboxed = bool(spec.get("sandboxed"))
     os.set_inheritable(report_fd, False)  # the program must not be able to write our report
+    _not_dumpable()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -67,6 +68,21 @@ def main() -> None:
         report["leftover_processes"] = _leftover_processes()
         report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")], spec.get("own_trees", []))
     _write_report(report_fd, report)
+
+
+def _not_dumpable() -> None:
+    """Make this launcher non-dumpable, so the program cannot reach its report pipe through
+    ``/proc/PPID/fd/N`` (nor its memory through ``/proc/PPID/mem``): a same-uid child could
+    otherwise open the pipe and write a report of its own, with any wall time it likes. The flag
+    is not inherited across the program's execve; without CAP_SYS_PTRACE (the sandbox keeps
+    none) no process may open another's fd links once it is cleared."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass  # not Linux with a C library: nothing to clear
 
 
 def _ancestors() -> set[int]:
@@ -127,11 +143,25 @@ def _scratch_files(roots: list[str], own_trees: list[str]) -> list[str]:
     Its own trees (bound back inside /tmp when the run directory is there) are not scratch."""
     found: list[str] = []
     skip = {os.path.normpath(t) for t in own_trees}
-    for root in sorted({r for r in roots if r}):
-        for dirpath, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if os.path.join(dirpath, d) not in skip)
-            found += [os.path.join(dirpath, name) for name in sorted(files)]
-            found += [os.path.join(dirpath, d) for d in dirs if os.path.islink(os.path.join(dirpath, d))]
+    # An explicit stack, not os.walk: Python 3.11's os.walk recurses once per level, and a chain of
+    # a thousand empty directories made it raise RecursionError, killing the launcher before its
+    # report (which the program had forged in its place). A directory that cannot be listed (too
+    # long a path, say) is reported itself rather than skipped.
+    stack = sorted({r for r in roots if r and os.path.isdir(r)}, reverse=True)
+    while stack:
+        path = stack.pop()
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name, reverse=True)
+        except OSError:
+            found.append(path)
+            continue
+        for e in entries:
+            full = os.path.join(path, e.name)
+            if not e.is_dir(follow_symlinks=False):
+                found.append(full)  # files, links (to directories too), fifos, sockets
+            elif full not in skip:
+                stack.append(full)
     return sorted(set(found))[:_MAX_LISTED]
 
 
