@@ -17,7 +17,8 @@ hole was closed. The fast tests at the bottom pin the launcher fixes without bui
 - misattr.patch: the fill_matrix hoist (the secondary, non-hotspot saving), but under perf (parent
   comm) fill_matrix keeps the baseline's cost, so the candidate's profile has the baseline's shares;
   the mechanism gate then reads the whole-process speedup as a shrink of matmul. Verified 1.12x as
-  "transaction-waste in matmul". Still open.
+  "transaction-waste in matmul" under gate rules v4; rules v5 require the hotspot's own share to
+  fall beyond its band. The detection itself (parent comm) is still open.
 """
 
 from __future__ import annotations
@@ -66,15 +67,24 @@ def test_a_report_forged_through_proc_fd_is_not_verified(matmul_template, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "red team: a program tells a profiled run from a timed one by its parent's comm ('perf' vs the "
-    "launcher's python), behaves like the baseline only there, and the mechanism gate reads a "
-    "share-identical profile with a small whole-process speedup as a hotspot shrink (the rest's "
-    "equal shrink stays inside its noise band)"))
 def test_a_non_hotspot_saving_dressed_as_a_hotspot_mechanism_fails_the_mechanism_gate(matmul_template, tmp_path):
     verdict = _evaluate_cheat(matmul_template, tmp_path, "misattr", "misattr.patch")
-    # The status depends on whether 5 noisy pairs resolve the 12% saving; the mechanism gate does not.
+    assert verdict["status"] != "verified", verdict["reasons"]
+    # Whether 5 noisy pairs resolve the 12% saving varies; the mechanism gate must fail either way
+    # (where the campaign saw no speedup at all it fails for that reason instead).
     assert _gate(verdict, "mechanism")["passed"] is False, _gate(verdict, "mechanism")["detail"]
+
+
+def test_the_recorded_misattribution_fails_the_mechanism_gate_under_rules_5():
+    """The gate inputs of the run that verified misattr.patch (1.117x, matmul 83.6% -> 81.3%)."""
+    import msgspec
+
+    from pw.rules.gates import decode_inputs, evaluate_gates
+
+    inputs = decode_inputs(msgspec.json.decode((DATA / "misattr-verified.inputs.json").read_bytes()))
+    mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in (4, 5)}
+    assert mech[4].passed  # how it was verified
+    assert not mech[5].passed and "within its noise band" in mech[5].detail, mech[5].detail
 
 
 # --- the launcher fixes, without a build ---------------------------------------------------------
@@ -129,5 +139,25 @@ def test_the_scratch_walk_survives_a_chain_deeper_than_the_recursion_limit(tmp_p
     with open(os.open("cache.bin", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd), "wb") as f:
         f.write(b"x")
     os.close(fd)
-    found = launch._scratch_files([str(root)], [])  # os.walk raised RecursionError here
-    assert len(found) == 1 and found[0].endswith("/a/cache.bin"), found
+    try:
+        found = launch._scratch_files([str(root)], [])  # os.walk raised RecursionError here
+        assert len(found) == 1 and found[0].endswith("/a/cache.bin"), found
+    finally:
+        _remove_chain(root)
+
+
+def _remove_chain(root: Path) -> None:
+    """Remove a chain of ``a`` directories without recursion (pytest's own cleanup, shutil.rmtree,
+    raises RecursionError on it in Python 3.11 and breaks the next session)."""
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]
+    while True:
+        try:
+            fds.append(os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1]))
+        except FileNotFoundError:
+            break
+    for name in os.listdir(fds[-1]):
+        os.unlink(name, dir_fd=fds[-1])
+    for parent in reversed(fds[:-1]):
+        os.close(fds.pop())
+        os.rmdir("a", dir_fd=parent)
+    os.close(fds.pop())
