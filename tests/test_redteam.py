@@ -18,7 +18,11 @@ hole was closed. The fast tests at the bottom pin the launcher fixes without bui
   comm) fill_matrix keeps the baseline's cost, so the candidate's profile has the baseline's shares;
   the mechanism gate then reads the whole-process speedup as a shrink of matmul. Verified 1.12x as
   "transaction-waste in matmul" under gate rules v4; rules v5 require the hotspot's own share to
-  fall beyond its band. The detection itself (parent comm) is still open.
+  fall beyond its band. The detection itself (parent comm) is still open:
+- misattr-calibrated.patch: the same, but under perf matmul runs i-k-j and then naive rows until it
+  has taken 2.9x fill_matrix's time, which puts matmul's share (72.7%) just below the v5 band and
+  the "explains more than 100%" limit out of reach (its band is wide at a 1.11x speedup). Verified
+  1.113x under rules v5. Still open: xfail.
 """
 
 from __future__ import annotations
@@ -85,6 +89,31 @@ def test_the_recorded_misattribution_fails_the_mechanism_gate_under_rules_5():
     mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in (4, 5)}
     assert mech[4].passed  # how it was verified
     assert not mech[5].passed and "within its noise band" in mech[5].detail, mech[5].detail
+
+
+OPEN_PROFILE_DETECTION = (
+    "red team: a program tells a profiled run from a timed one by its parent's comm ('perf' vs the "
+    "launcher's python) and shapes the profile to the share the gate wants (calibrated to its own "
+    "fill time); nothing compares the profiled run's behaviour or duration with the timed runs'")
+
+
+@pytest.mark.xfail(strict=True, reason=OPEN_PROFILE_DETECTION)
+def test_the_recorded_calibrated_misattribution_fails_the_mechanism_gate():
+    """The gate inputs of the run that verified misattr-calibrated.patch under rules v5 (1.113x)."""
+    import msgspec
+
+    from pw.rules.gates import decode_inputs, evaluate_gates
+
+    inputs = decode_inputs(msgspec.json.decode((DATA / "misattr-calibrated-verified.inputs.json").read_bytes()))
+    assert not {g.name: g for g in evaluate_gates(inputs)}["mechanism"].passed
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason=OPEN_PROFILE_DETECTION + " (not strict: when 5 noisy pairs do not "
+                   "resolve the 11% saving it is inconclusive, not verified)")
+def test_a_calibrated_profile_under_perf_is_not_verified(matmul_template, tmp_path):
+    verdict = _evaluate_cheat(matmul_template, tmp_path, "mcal", "misattr-calibrated.patch")
+    assert verdict["status"] != "verified", verdict["reasons"]
 
 
 # --- the launcher fixes, without a build ---------------------------------------------------------
