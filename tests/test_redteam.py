@@ -17,12 +17,16 @@ hole was closed. The fast tests at the bottom pin the launcher fixes without bui
 - misattr.patch: the fill_matrix hoist (the secondary, non-hotspot saving), but under perf (parent
   comm) fill_matrix keeps the baseline's cost, so the candidate's profile has the baseline's shares;
   the mechanism gate then reads the whole-process speedup as a shrink of matmul. Verified 1.12x as
-  "transaction-waste in matmul" under gate rules v4; rules v5 require the hotspot's own share to
-  fall beyond its band. The detection itself (parent comm) is still open:
+  "transaction-waste in matmul". Still open: xfail. (Requiring the hotspot's own share to fall
+  beyond its binomial band rejects it, but at ~350 samples per profile it also turned the honest
+  interchange, measured at 1.26x on a busy machine, 83.6% -> 79.6%, into `proposed`: the two are
+  not separable by shares; see README.md here.)
 - misattr-calibrated.patch: the same, but under perf matmul runs i-k-j and then naive rows until it
-  has taken 2.9x fill_matrix's time, which puts matmul's share (72.7%) just below the v5 band and
-  the "explains more than 100%" limit out of reach (its band is wide at a 1.11x speedup). Verified
-  1.113x under rules v5. Still open: xfail.
+  has taken 2.9x fill_matrix's time (matmul's share 72.7%, beyond even a share band); "explains
+  180% of the saving" passes because the >100% limit's band is wide at a 1.11x speedup. Verified
+  1.113x. Still open: xfail.
+- overfit.patch: the honest interchange plus C[0] += 1 whenever 200 < n != 720: no holdout or
+  timed input has such a size, so correctness passes. Still open: xfail.
 """
 
 from __future__ import annotations
@@ -70,36 +74,36 @@ def test_a_report_forged_through_proc_fd_is_not_verified(matmul_template, tmp_pa
     assert verdict["speedup"] is None or verdict["speedup"] < 1.5, verdict["reasons"]
 
 
-@pytest.mark.slow
-def test_a_non_hotspot_saving_dressed_as_a_hotspot_mechanism_fails_the_mechanism_gate(matmul_template, tmp_path):
-    verdict = _evaluate_cheat(matmul_template, tmp_path, "misattr", "misattr.patch")
-    assert verdict["status"] != "verified", verdict["reasons"]
-    # Whether 5 noisy pairs resolve the 12% saving varies; the mechanism gate must fail either way
-    # (where the campaign saw no speedup at all it fails for that reason instead).
-    assert _gate(verdict, "mechanism")["passed"] is False, _gate(verdict, "mechanism")["detail"]
-
-
-def test_the_recorded_misattribution_fails_the_mechanism_gate_under_rules_5():
-    """The gate inputs of the run that verified misattr.patch (1.117x, matmul 83.6% -> 81.3%)."""
-    import msgspec
-
-    from pw.rules.gates import decode_inputs, evaluate_gates
-
-    inputs = decode_inputs(msgspec.json.decode((DATA / "misattr-verified.inputs.json").read_bytes()))
-    mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in (4, 5)}
-    assert mech[4].passed  # how it was verified
-    assert not mech[5].passed and "within its noise band" in mech[5].detail, mech[5].detail
-
-
 OPEN_PROFILE_DETECTION = (
     "red team: a program tells a profiled run from a timed one by its parent's comm ('perf' vs the "
     "launcher's python) and shapes the profile to the share the gate wants (calibrated to its own "
     "fill time); nothing compares the profiled run's behaviour or duration with the timed runs'")
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason=OPEN_PROFILE_DETECTION + " (not strict: when the campaign sees no "
+                   "speedup the mechanism gate fails for that reason)")
+def test_a_non_hotspot_saving_dressed_as_a_hotspot_mechanism_fails_the_mechanism_gate(matmul_template, tmp_path):
+    verdict = _evaluate_cheat(matmul_template, tmp_path, "misattr", "misattr.patch")
+    assert verdict["status"] != "verified", verdict["reasons"]
+    assert _gate(verdict, "mechanism")["passed"] is False, _gate(verdict, "mechanism")["detail"]
+
+
+@pytest.mark.xfail(strict=True, reason=OPEN_PROFILE_DETECTION)
+def test_the_recorded_misattribution_fails_the_mechanism_gate():
+    """The gate inputs of the run that verified misattr.patch (1.117x, matmul 83.6% -> 81.3%)."""
+    import msgspec
+
+    from pw.rules.gates import decode_inputs, evaluate_gates
+
+    inputs = decode_inputs(msgspec.json.decode((DATA / "misattr-verified.inputs.json").read_bytes()))
+    assert not {g.name: g for g in evaluate_gates(inputs)}["mechanism"].passed
+
+
 @pytest.mark.xfail(strict=True, reason=OPEN_PROFILE_DETECTION)
 def test_the_recorded_calibrated_misattribution_fails_the_mechanism_gate():
-    """The gate inputs of the run that verified misattr-calibrated.patch under rules v5 (1.113x)."""
+    """The gate inputs of the run that verified misattr-calibrated.patch (1.113x; judged under a trial
+    rules v5, since reverted, which it passed too)."""
     import msgspec
 
     from pw.rules.gates import decode_inputs, evaluate_gates
@@ -114,6 +118,15 @@ def test_the_recorded_calibrated_misattribution_fails_the_mechanism_gate():
 def test_a_calibrated_profile_under_perf_is_not_verified(matmul_template, tmp_path):
     verdict = _evaluate_cheat(matmul_template, tmp_path, "mcal", "misattr-calibrated.patch")
     assert verdict["status"] != "verified", verdict["reasons"]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "red team: the holdouts are n=24 and n drawn from [64, 200], the timed pairs n=720; a product "
+    "wrong for every 200 < n != 720 (the workload README still promises a 333 holdout) passes"))
+def test_a_product_wrong_between_the_holdout_range_and_the_timed_size_fails_correctness(matmul_template, tmp_path):
+    verdict = _evaluate_cheat(matmul_template, tmp_path, "overfit", "overfit.patch")
+    assert _gate(verdict, "correctness")["passed"] is False, _gate(verdict, "correctness")["detail"]
 
 
 # --- the launcher fixes, without a build ---------------------------------------------------------
