@@ -49,9 +49,12 @@ def test_a_shift_makes_a_faster_candidate_inconclusive_but_not_a_rejected_one():
     assert v.status == "rejected"
 
 
+SLOWDOWN = 2.5
+
+
 def _campaign_with_slow_baseline(run, recheck_factor: float | None):
-    """The verified interchange run up to its judgement, its campaign's baseline samples made 1.6x
-    slower; then, if `recheck_factor` is given, the baseline timed alone after the campaign at that
+    """The verified interchange run up to its judgement, its campaign's baseline samples made 2.5x
+    slower (far enough that the `pw start` timing of a loaded machine, 14% CV, never overlaps them); then, if `recheck_factor` is given, the baseline timed alone after the campaign at that
     factor of its `pw start` timing (any real recheck of that run is dropped)."""
     events = ledger_events(run)
     cut = next(i for i, e in enumerate(events) if isinstance(e.data, ev.CandidateEvaluated) and e.data.id == "a")
@@ -64,7 +67,7 @@ def _campaign_with_slow_baseline(run, recheck_factor: float | None):
             continue  # a recheck the real run made
         if isinstance(d, ev.TimingRecorded) and d.purpose == "screening" and "a" in d.targets:
             seen_campaign = True
-            samples = dict(d.samples, baseline=[x * 1.6 for x in d.samples["baseline"]])
+            samples = dict(d.samples, baseline=[x * SLOWDOWN for x in d.samples["baseline"]])
             e = msgspec.structs.replace(e, data=msgspec.structs.replace(d, samples=samples))
             prefix.append(e)
             if recheck_factor is not None:
@@ -78,7 +81,7 @@ def _campaign_with_slow_baseline(run, recheck_factor: float | None):
 
 @pytest.mark.slow
 def test_a_sabotaged_baseline_in_a_real_campaign_gives_inconclusive(matmul_interchange):
-    """The verified interchange run, its campaign's baseline samples made 1.6x slower (what a process
+    """The verified interchange run, its campaign's baseline samples made 2.5x slower (what a process
     left behind that stops and continues the baseline would do), and the baseline timed alone after
     the campaign as fast as at pw start: rules 3 say inconclusive, naming the shift; the rules it was
     judged by before (2) verified it."""
@@ -97,7 +100,7 @@ def test_a_sabotaged_baseline_in_a_real_campaign_gives_inconclusive(matmul_inter
 def test_a_machine_that_got_slower_for_both_arms_is_not_a_shift(matmul_interchange):
     """Same campaign, but the baseline timed alone right after it is as slow as in the campaign (the
     machine got busier since pw start, for both arms alike): the paired comparison stands."""
-    prefix = _campaign_with_slow_baseline(matmul_interchange, 1.6)
+    prefix = _campaign_with_slow_baseline(matmul_interchange, SLOWDOWN)
     judged = judge_recorded(prefix, "a", EvidenceStore(matmul_interchange / "raw"))
     assert not any(r.startswith("baseline-shift:") for r in judged.verdict.reasons), judged.verdict.reasons
 
