@@ -41,7 +41,7 @@ from adapters.base import (
     require_artifact,
     run_tool,
 )
-from adapters.gpu_timeline import decode_jsonl, summarize, to_profile
+from adapters.gpu_timeline import TIMELINE_METRICS, decode_jsonl, summarize, to_profile
 from ledger.profile import Profile
 
 JSONL_ROLE = "cupti.jsonl"
@@ -51,10 +51,7 @@ LIB_NAME = "libpwcupti.so"
 SPEC = AdapterSpec(
     name="cupti",
     tool="cupti-inject",
-    measures=["gpu_time_ns", "kernel_launches", "transfer_bytes", "transfers", "kernel_time_ns",
-              "gpu_busy_ns", "gpu_idle_ns", "gpu_span_ns", "htod_time_ns", "dtoh_time_ns", "htod_bytes",
-              "dtoh_bytes", "launch_api_ns", "launch_api_calls", "sync_stall_ns", "copy_compute_overlap_ns",
-              "idle_gaps", "max_idle_gap_ns"],
+    measures=list(TIMELINE_METRICS),
     granularity=["kernel", "timeline"],
     phases=["discovery", "diagnosis"],
     targets=["cuda"],

@@ -40,6 +40,15 @@ from ledger.gpu_activity import (
 )
 from ledger.profile import Operation, Profile
 
+# What a timeline measures, whichever backend recorded it (cupti, nsys): the ids `to_profile` and
+# `summarize` fill, declared once for both adapters' specs.
+TIMELINE_METRICS: tuple[str, ...] = (
+    "gpu_time_ns", "kernel_launches", "transfer_bytes", "transfers", "kernel_time_ns",
+    "gpu_busy_ns", "gpu_idle_ns", "gpu_span_ns", "htod_time_ns", "dtoh_time_ns", "htod_bytes",
+    "dtoh_bytes", "launch_api_ns", "launch_api_calls", "sync_stall_ns", "copy_compute_overlap_ns",
+    "idle_gaps", "max_idle_gap_ns",
+)
+
 MIN_GAP_NS = 1_000
 GPU_MODULE = "gpu"
 _LAUNCH_API = re.compile(r"^cu(da)?(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|LaunchKernelEx)")

@@ -39,7 +39,7 @@ from adapters.base import (
     true_argv,
 )
 from adapters.cupti import gpu_visible
-from adapters.gpu_timeline import summarize, to_profile
+from adapters.gpu_timeline import TIMELINE_METRICS, summarize, to_profile
 from ledger.gpu_activity import (
     ApiActivity,
     GpuActivity,
@@ -57,10 +57,7 @@ PROFILE_FLAGS = ["-t", "cuda", "--sample=none", "--cpuctxsw=none", "-f", "true"]
 SPEC = AdapterSpec(
     name="nsys",
     tool="nsys",
-    measures=["gpu_time_ns", "kernel_launches", "transfer_bytes", "transfers", "kernel_time_ns",
-              "gpu_busy_ns", "gpu_idle_ns", "gpu_span_ns", "htod_time_ns", "dtoh_time_ns", "htod_bytes",
-              "dtoh_bytes", "launch_api_ns", "launch_api_calls", "sync_stall_ns", "copy_compute_overlap_ns",
-              "idle_gaps", "max_idle_gap_ns"],
+    measures=list(TIMELINE_METRICS),
     granularity=["kernel", "timeline"],
     phases=["discovery", "diagnosis"],
     targets=["cuda"],

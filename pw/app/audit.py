@@ -14,7 +14,7 @@ from ledger.evidence import EvidenceStore
 from ledger.store import Ledger
 from projections import documents, state
 from projections.materialize import first_divergence
-from pw.cli.runpath import RunDir
+from pw.app.runpath import RunDir
 
 
 class AuditContext(msgspec.Struct):

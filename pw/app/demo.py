@@ -59,9 +59,9 @@ def apply_patch(patch: Path, workspace: Path) -> None:
 def run_demo(runs_dir: str, progress: Callable[[str], None] = lambda _m: None) -> DemoResult:
     from pw.app.confirm import confirm
     from pw.app.evaluate import evaluate
+    from pw.app.plots import draw_all
     from pw.app.prepare import prepare
     from pw.app.start import StartOptions, start
-    from pw.export.plots import draw_all
 
     if not DEMO_WORKLOAD.is_dir():
         raise InputError(f"{DEMO_WORKLOAD}: the bundled demo workload is missing (run pw from a repository checkout)")

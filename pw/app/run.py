@@ -12,7 +12,7 @@ from ledger.evidence import EvidenceStore
 from ledger.store import Ledger
 from projections import state
 from projections.materialize import materialize
-from pw.cli import diagnostics
+from pw import diagnostics
 
 
 class RunHandle:

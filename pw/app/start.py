@@ -23,8 +23,8 @@ from ledger import events as ev
 from ledger.contract import Contract
 from ledger.errors import InputError, LedgerCorrupt, TornTail, WorkloadError
 from projections.state import RunState
+from pw import diagnostics
 from pw.app.run import RunHandle
-from pw.cli import diagnostics
 from pw.rules import stages as decide
 from pw.workload import containment, correctness, workspace
 from pw.workload import steps as execute
@@ -336,7 +336,7 @@ def _ready(handle: RunHandle, state: RunState, run: ev.RunStarted, skipped: list
 
 def start(opts: StartOptions, progress: Progress = lambda _: None) -> StartResult:
     if opts.resume:
-        from pw.cli.runpath import resolve_run
+        from pw.app.runpath import resolve_run
 
         handle = RunHandle(resolve_run(opts.resume).path)
         if not handle.ledger.exists():

@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         handler = getattr(importlib.import_module(module_name), func_name)
         return int(handler(args) or 0)
     except PWError as exc:
-        from pw.cli import diagnostics
+        from pw import diagnostics
 
         if diagnostics.debugging():
             diagnostics.log().debug("error", verb=args.verb, error=type(exc).__name__, exc_info=True)

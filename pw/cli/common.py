@@ -10,7 +10,7 @@ import msgspec
 
 from ledger.errors import InputError, LedgerCorrupt, TornTail
 from ledger.store import Ledger
-from pw.cli.runpath import RunDir, resolve_run
+from pw.app.runpath import RunDir, resolve_run
 
 
 def open_run(arg: str) -> tuple[RunDir, Ledger]:

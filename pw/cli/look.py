@@ -160,8 +160,8 @@ def report(args) -> int:
     from projections import report as report_doc
     from projections import state
     from projections.materialize import materialize
+    from pw.app.plots import draw_all
     from pw.app.run import RunHandle
-    from pw.export.plots import draw_all
 
     run, ledger = open_run(args.run)
     run_state = state.fold(checked_events(run, ledger))

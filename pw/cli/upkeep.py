@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ledger.codec import to_builtins
 from ledger.errors import InputError
-from pw.cli import diagnostics
+from pw import diagnostics
 from pw.cli.common import checked_events, open_run, print_json, print_text
 
 
@@ -112,7 +112,7 @@ def validate(args) -> int:
 
 def _validate_ledger(path: Path) -> int:
     from ledger.store import Ledger
-    from pw.cli.runpath import RunDir
+    from pw.app.runpath import RunDir
 
     # checked_events names the file in its errors; any *.jsonl is validated as a ledger.
     return len(checked_events(RunDir(path.parent), Ledger(path), ledger_path=path))
@@ -128,7 +128,7 @@ def tokens(args) -> int:
     run_path = None
     run_arg = getattr(args, "run", None)
     if run_arg:
-        from pw.cli.runpath import resolve_run
+        from pw.app.runpath import resolve_run
 
         run_path = resolve_run(run_arg).path
         run_rows = skilltree.run_costs(Path(run_path))

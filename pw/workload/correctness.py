@@ -16,7 +16,7 @@ from adapters.process import run_process
 from ledger import events as ev
 from ledger.contract import Contract
 from ledger.evidence import EvidenceStore
-from pw.cli import diagnostics
+from pw import diagnostics
 from pw.workload.compare import STREAMS, compare_streams, decode_streams, encode_streams, is_bundle
 from pw.workload.differential import compare_outputs, streams_of
 from pw.workload.steps import (

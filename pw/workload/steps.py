@@ -22,7 +22,7 @@ from adapters.process import ProcessResult, describe, run_process
 from ledger import events as ev
 from ledger.contract import Contract, Step
 from ledger.evidence import EvidenceStore
-from pw.cli import diagnostics
+from pw import diagnostics
 from pw.workload import workspace
 from pw.workload.compare import Comparison, compare_text
 
