@@ -26,7 +26,8 @@ hole was closed. The fast tests at the bottom pin the launcher fixes without bui
   180% of the saving" passes because the >100% limit's band is wide at a 1.11x speedup. Verified
   1.113x. Still open: xfail.
 - overfit.patch: the honest interchange plus C[0] += 1 whenever 200 < n != 720: no holdout or
-  timed input has such a size, so correctness passes. Still open: xfail.
+  timed input had such a size (fresh holdouts drew n from [64, 200]), so correctness passed. Fixed
+  in the workload: four fresh holdouts from [64, 719] (all four below 201 with probability 0.2%).
 """
 
 from __future__ import annotations
@@ -121,9 +122,6 @@ def test_a_calibrated_profile_under_perf_is_not_verified(matmul_template, tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=(
-    "red team: the holdouts are n=24 and n drawn from [64, 200], the timed pairs n=720; a product "
-    "wrong for every 200 < n != 720 (the workload README still promises a 333 holdout) passes"))
 def test_a_product_wrong_between_the_holdout_range_and_the_timed_size_fails_correctness(matmul_template, tmp_path):
     verdict = _evaluate_cheat(matmul_template, tmp_path, "overfit", "overfit.patch")
     assert _gate(verdict, "correctness")["passed"] is False, _gate(verdict, "correctness")["detail"]
