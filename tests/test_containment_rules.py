@@ -64,6 +64,26 @@ def test_output_files_are_compared_by_hash_and_unrecorded_streams_are_skipped():
     assert output_check.differences(contract(), seen(stdout="x\n"), EXPECTED, skip=frozenset({"stdout"})) == []
 
 
+def test_an_inferred_oracle_s_stream_bundle_is_compared_stream_by_stream():
+    """An inferred oracle stores every stream in one bundle; a run's stdout is compared with the
+    bundle's stdout, its stderr with the bundle run's stderr, never with the bundle's own text."""
+    from pw.workload.compare import Streams, encode_streams
+
+    bundle = encode_streams(Streams(stdout="", stderr="==BEGIN DUMP==\n0.5\n", files={"out.txt": "1\n"}))
+    want = output_check.expected(bundle, None, None)
+    assert (want.stdout, want.stderr) == ("", "==BEGIN DUMP==\n0.5\n")
+    # Output on stderr only, as the suite's kernels print: the empty stdout passes, stderr is checked.
+    assert output_check.differences(contract(), seen(stdout="", stderr="==BEGIN DUMP==\n0.5\n"), want) == []
+    assert output_check.differences(contract(), seen(stdout="", stderr=None), want) == []
+    found = output_check.differences(contract(), seen(stdout="0.5\n", stderr="==BEGIN DUMP==\n0.7\n"), want)
+    assert [s for s, _ in found] == ["stdout", "stderr"]
+    # The stderr stored on its own (the same run's) is the one compared; a bare stdout stays stdout.
+    assert output_check.expected(bundle, b"other\n", None).stderr == "other\n"
+    plain = output_check.expected(b"sum 1\n", b"", "ab" * 32)
+    assert (plain.stdout, plain.stderr, plain.output_file_sha256) == ("sum 1\n", "", "ab" * 32)
+    assert output_check.expected(None, None, None) == output_check.Expected(None, None, None)
+
+
 def outcome(**kw) -> RunOutcome:
     proc = ProcessResult(["./w"], 0, None, False, None, 0.1, 1000, "o", "e", sandboxed=True)
     base = dict(process=proc, stdout="", value=0.1, metric_error=None, side_effects=[], output_file=None)
