@@ -109,9 +109,10 @@ def test_the_no_oracle_ceiling_keeps_an_all_green_candidate_at_proposed():
 
 @pytest.mark.slow
 def test_a_rewrite_that_skips_most_of_the_work_is_not_verified_by_an_oracle_of_nothing(tmp_path):
-    """The red team's case: results on stderr, inferred oracle, a candidate skipping most of the loop.
-    It is faster and 'passes' the oracle; the verdict says the oracle compared nothing."""
-    wl = stderr_only_workload(tmp_path / "wl")
+    """The red team's case: results on stderr, an oracle that compares only stdout (the inferred one
+    did, before it compared stderr too; here a manifest says so), a candidate skipping most of the
+    loop. It is faster and 'passes' the oracle; the verdict says the oracle compared nothing."""
+    wl = stderr_only_workload(tmp_path / "wl", STDOUT_ONLY_STABLE)
     r = pw_main("start", "--workload", wl, "--runs-dir", tmp_path / "runs", "--no-profile", "--json")
     run = Path(r.json()["run_dir"])
     assert pw_main("prepare", run, "--candidate", "h:baseline:a twentieth of the loop").code == 0

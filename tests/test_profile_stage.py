@@ -334,6 +334,10 @@ def test_a_deep_runs_dir_still_gives_a_brief_within_budget(started):
     run = started("tiny-deep")
     text = (run / "agent-brief.txt").read_text()
     assert count_tokens(text) <= TOKEN_BUDGET
-    assert text.splitlines()[-1].startswith("Next (RUN=the directory holding this brief): pw prepare RUN")
+    # Named by where the brief lives when the path does not fit; since only the hotspot's slice is an
+    # essential line (issue 13), the essentials are shorter and this path may fit as it is.
+    last = text.splitlines()[-1]
+    assert last.startswith(("Next (RUN=the directory holding this brief): pw prepare RUN",
+                            f"Next (RUN={run}): pw prepare RUN")), last
     assert doc(run, "agent-brief.json")["numbers"]["run_dir"] == str(run)  # the numbers keep the real path
     assert only(ledger(run), "HotspotSelected")["name"] == "crunch"

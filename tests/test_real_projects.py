@@ -6,6 +6,7 @@ stream and line; on the suite, one legitimate rewrite is verified end to end."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from ledger import events as ev
+from pw.agent.brief import render_brief
+from pw.agent.tokens import count_tokens
 from pw.rules.gates import GATE_NAMES
 from pw.workload import write_trace
 from tests.conftest import WORKLOADS, apply_patch, ledger_events, pw_main, start_run
@@ -80,6 +83,12 @@ def test_every_suite_kernel_starts_and_names_its_inlined_kernel(suite_copy, runs
     assert all(not f.startswith("utilities") for f in targets.editable)
     brief = (run / "agent-brief.txt").read_text()
     assert f"{hot.name} {kernel}/{name}.c:{lo}-{hi}" in brief
+    assert "never: config.mk" in brief and "utilities/*" in brief  # the harness is named as not editable
+    # The dumps' write() time is a finding, stated when the run path leaves room (pytest's is long).
+    numbers = json.loads((run / "agent-brief.json").read_text())["numbers"]
+    assert numbers["time_split"]["kernel"] >= 0.1
+    short = render_brief({**numbers, "run_dir": "runs/r1"}, count_tokens)[0]
+    assert "Finding: " in short and "of samples in the OS kernel" in short
     captured = of_type(run, ev.ProfileCaptured)[0]
     assert captured.build_note and ".text identical to the timed build" in captured.build_note
     # The oracle run was traced cheaply: with a seccomp filter, and not much slower than timed runs.
@@ -130,7 +139,8 @@ def test_loop_interchange_on_gemm_is_verified_end_to_end(suite_copy, runs):
             break
     out = outs[-1]
     assert out["status"] == "verified", [(o["status"], o["reasons"]) for o in outs]
-    assert [g["name"] for g in out["gates"]] == list(GATE_NAMES) and all(g["passed"] for g in out["gates"])
+    assert [g["name"] for g in out["gates"]] == list(GATE_NAMES), [g["name"] for g in out["gates"]]
+    assert all(g["passed"] for g in out["gates"]), [g for g in out["gates"] if not g["passed"]]
     mechanism = next(g for g in out["gates"] if g["name"] == "mechanism")
     assert "kernel_gemm@linear-algebra/gemm/gemm.c" in mechanism["detail"]
     # The candidate was profiled from its own -g build, like the baseline.

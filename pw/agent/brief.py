@@ -91,11 +91,13 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
             lines.append(BriefLine("Also: " + "; ".join(f"{s['path']}" for s in slices[3:6]), 6))
     for f in n.get("frontier", [])[:2]:
         lines.append(BriefLine(f"Data path: {f}", 2))
+    never = n.get("never_editable") or []
+    # The harness and shared code are named on the essential line: an agent must not "fix" the timer.
+    shared = [f for f in never if not f.endswith(("Makefile", "CMakeLists.txt"))] or never  # build files: implied
+    never_text = f"; never: {', '.join(shared[:3])}" if shared else ""
     lines += [
-        BriefLine(f"Edit only: {', '.join(n['editable'][:6])} (in the workspace `pw prepare` makes)", 0),
+        BriefLine(f"Edit only: {', '.join(n['editable'][:6])} (in the workspace `pw prepare` makes){never_text}", 0),
     ]
-    if n.get("never_editable"):
-        lines.append(BriefLine(f"Never edit (harness, shared code, build files): {', '.join(n['never_editable'])}", 2))
     lines += [
         BriefLine(
             f"Verified needs all 6 gates: correctness (oracle{'+holdouts' if n.get('holdouts') else ''}), "
