@@ -176,3 +176,48 @@ def test_pw_start_records_the_sandbox_in_preflight_and_in_each_timing(tiny_budge
     assert timing.conditions.sandbox == containment.describe(found)
     oracle = next(d for d in events if isinstance(d, ev.OracleChecked))
     assert oracle.left_behind == [] and oracle.stderr_sha256 is not None
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/gcc") and not os.path.exists("/bin/gcc"), reason="needs gcc")
+def test_the_g_profiling_twin_builds_in_the_timed_build_s_sandbox_with_its_wrappers_shown(tmp_path):
+    """The -g twin hides what the timed build hides (a file in the run directory stays unreachable),
+    and its compiler wrappers, written in that hidden run directory, are shown read-only, so `gcc`
+    inside the sandbox is the wrapper and the twin has line tables."""
+    import shutil
+
+    from ledger.evidence import EvidenceStore
+    from pw.workload import debug_build, steps
+
+    if containment.probe().sandbox is None:
+        pytest.skip("no sandbox on this host: " + containment.describe())
+    run = tmp_path / "runs" / "r1"
+    src = run / "baseline"
+    src.mkdir(parents=True)
+    (src / "prog.c").write_text("int main(void) { return 0; }\n")
+    (run / "secret").write_text("reference\n")
+    # The build fails if the run directory's file can be reached from the build tree.
+    build = Step(argv=["/bin/sh", "-c", "gcc -O2 -o prog prog.c && ! test -e ../../secret"])
+    c = Contract(version=1, name="w", source=Source(editable=["*.c"]), run=Step(argv=["./prog"]), build=[build],
+                 oracle=Oracle(kind="exit"))
+    hidden = containment.hidden_dirs(run, None)
+    timed = steps.Target(label="baseline", src_dir=src, build_dir=run / "build" / "baseline", files=["prog.c"],
+                         hidden=hidden)
+    evidence = EvidenceStore(run / "evidence")
+    logs = run / "logs"
+    logs.mkdir()
+    assert steps.build(c, timed, evidence, logs).outcome == "ok"
+    dbg = debug_build.make(c, timed, evidence, logs, run / "scratch")
+    assert dbg.target is not None, dbg.note
+    assert dbg.target.hidden == hidden and dbg.target.tools == [str((run / "scratch" / "pw-debug-cc").resolve())]
+    assert debug_build.has_debug_info(dbg.target.build_dir / "prog") and dbg.same_code, dbg.note
+    # Without the wrappers shown, `gcc` inside is the bare compiler: no line tables.
+    bare = steps.Target(label="baseline", src_dir=src, build_dir=run / "build" / "bare",
+                        files=["prog.c"], hidden=hidden)
+    shutil.rmtree(run / "scratch" / "pw-debug-cc")
+    wrappers = run / "scratch" / "pw-debug-cc"
+    debug_build.write_wrappers(wrappers)
+    path = f"{wrappers}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    with_path = Contract(version=1, name="w", source=c.source, run=c.run, oracle=c.oracle,
+                         build=[Step(argv=build.argv, env={"PATH": path})])
+    assert steps.build(with_path, bare, evidence, logs).outcome == "ok"
+    assert not debug_build.has_debug_info(bare.build_dir / "prog")
