@@ -64,6 +64,26 @@ def test_output_files_are_compared_by_hash_and_unrecorded_streams_are_skipped():
     assert output_check.differences(contract(), seen(stdout="x\n"), EXPECTED, skip=frozenset({"stdout"})) == []
 
 
+def test_an_inferred_oracle_s_stream_bundle_is_compared_stream_by_stream():
+    """An inferred oracle stores every stream in one bundle; a run's stdout is compared with the
+    bundle's stdout, its stderr with the bundle run's stderr, never with the bundle's own text."""
+    from pw.workload.compare import Streams, encode_streams
+
+    bundle = encode_streams(Streams(stdout="", stderr="==BEGIN DUMP==\n0.5\n", files={"out.txt": "1\n"}))
+    want = output_check.expected(bundle, None, None)
+    assert (want.stdout, want.stderr) == ("", "==BEGIN DUMP==\n0.5\n")
+    # Output on stderr only, as the suite's kernels print: the empty stdout passes, stderr is checked.
+    assert output_check.differences(contract(), seen(stdout="", stderr="==BEGIN DUMP==\n0.5\n"), want) == []
+    assert output_check.differences(contract(), seen(stdout="", stderr=None), want) == []
+    found = output_check.differences(contract(), seen(stdout="0.5\n", stderr="==BEGIN DUMP==\n0.7\n"), want)
+    assert [s for s, _ in found] == ["stdout", "stderr"]
+    # The stderr stored on its own (the same run's) is the one compared; a bare stdout stays stdout.
+    assert output_check.expected(bundle, b"other\n", None).stderr == "other\n"
+    plain = output_check.expected(b"sum 1\n", b"", "ab" * 32)
+    assert (plain.stdout, plain.stderr, plain.output_file_sha256) == ("sum 1\n", "", "ab" * 32)
+    assert output_check.expected(None, None, None) == output_check.Expected(None, None, None)
+
+
 def outcome(**kw) -> RunOutcome:
     proc = ProcessResult(["./w"], 0, None, False, None, 0.1, 1000, "o", "e", sandboxed=True)
     base = dict(process=proc, stdout="", value=0.1, metric_error=None, side_effects=[], output_file=None)
@@ -156,3 +176,48 @@ def test_pw_start_records_the_sandbox_in_preflight_and_in_each_timing(tiny_budge
     assert timing.conditions.sandbox == containment.describe(found)
     oracle = next(d for d in events if isinstance(d, ev.OracleChecked))
     assert oracle.left_behind == [] and oracle.stderr_sha256 is not None
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/gcc") and not os.path.exists("/bin/gcc"), reason="needs gcc")
+def test_the_g_profiling_twin_builds_in_the_timed_build_s_sandbox_with_its_wrappers_shown(tmp_path):
+    """The -g twin hides what the timed build hides (a file in the run directory stays unreachable),
+    and its compiler wrappers, written in that hidden run directory, are shown read-only, so `gcc`
+    inside the sandbox is the wrapper and the twin has line tables."""
+    import shutil
+
+    from ledger.evidence import EvidenceStore
+    from pw.workload import debug_build, steps
+
+    if containment.probe().sandbox is None:
+        pytest.skip("no sandbox on this host: " + containment.describe())
+    run = tmp_path / "runs" / "r1"
+    src = run / "baseline"
+    src.mkdir(parents=True)
+    (src / "prog.c").write_text("int main(void) { return 0; }\n")
+    (run / "secret").write_text("reference\n")
+    # The build fails if the run directory's file can be reached from the build tree.
+    build = Step(argv=["/bin/sh", "-c", "gcc -O2 -o prog prog.c && ! test -e ../../secret"])
+    c = Contract(version=1, name="w", source=Source(editable=["*.c"]), run=Step(argv=["./prog"]), build=[build],
+                 oracle=Oracle(kind="exit"))
+    hidden = containment.hidden_dirs(run, None)
+    timed = steps.Target(label="baseline", src_dir=src, build_dir=run / "build" / "baseline", files=["prog.c"],
+                         hidden=hidden)
+    evidence = EvidenceStore(run / "evidence")
+    logs = run / "logs"
+    logs.mkdir()
+    assert steps.build(c, timed, evidence, logs).outcome == "ok"
+    dbg = debug_build.make(c, timed, evidence, logs, run / "scratch")
+    assert dbg.target is not None, dbg.note
+    assert dbg.target.hidden == hidden and dbg.target.tools == [str((run / "scratch" / "pw-debug-cc").resolve())]
+    assert debug_build.has_debug_info(dbg.target.build_dir / "prog") and dbg.same_code, dbg.note
+    # Without the wrappers shown, `gcc` inside is the bare compiler: no line tables.
+    bare = steps.Target(label="baseline", src_dir=src, build_dir=run / "build" / "bare",
+                        files=["prog.c"], hidden=hidden)
+    shutil.rmtree(run / "scratch" / "pw-debug-cc")
+    wrappers = run / "scratch" / "pw-debug-cc"
+    debug_build.write_wrappers(wrappers)
+    path = f"{wrappers}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    with_path = Contract(version=1, name="w", source=c.source, run=c.run, oracle=c.oracle,
+                         build=[Step(argv=build.argv, env={"PATH": path})])
+    assert steps.build(with_path, bare, evidence, logs).outcome == "ok"
+    assert not debug_build.has_debug_info(bare.build_dir / "prog")

@@ -385,13 +385,13 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
 
 
 def _expected(handle: RunHandle, oracle: ev.OracleChecked | None) -> output_check.Expected:
-    def text(sha: str | None) -> str | None:
-        return handle.evidence.get(sha).decode(errors="replace") if sha else None
+    def stored(sha: str | None) -> bytes | None:
+        return handle.evidence.get(sha) if sha else None
 
     if oracle is None:
         return output_check.Expected(stdout=None, stderr=None, output_file_sha256=None)
-    return output_check.Expected(stdout=text(oracle.output_sha256), stderr=text(oracle.stderr_sha256),
-                                 output_file_sha256=oracle.output_file_sha256)
+    return output_check.expected(stored(oracle.output_sha256), stored(oracle.stderr_sha256),
+                                 oracle.output_file_sha256)
 
 
 def run_checks(handle: RunHandle, state, cid: str) -> dict[str, campaign.RunChecks]:

@@ -80,13 +80,17 @@ def search_path_in_scratch(path: str, hidden: list[str]) -> list[str]:
     return out
 
 
-def confinement(build_dir: Path, hidden: list[str], cwd: Path, extra_writable: list[Path] = ()) -> Confinement | None:
-    """The sandbox for one command of a target, or None where no sandbox can be made."""
+def confinement(build_dir: Path, hidden: list[str], cwd: Path, extra_writable: list[Path] = (),
+                tools: list[Path] = ()) -> Confinement | None:
+    """The sandbox for one command of a target, or None where no sandbox can be made. ``tools``:
+    directories pw wrote its own helpers to (the -g compiler wrappers), shown read-only even where
+    a mask would hide them."""
     found = probe()
     if found.sandbox is None:
         return None
     writable = [str(build_dir.resolve()), *(str(p.resolve()) for p in extra_writable)]
     readonly = search_path_in_scratch(os.environ.get("PATH", ""), hidden)
+    readonly += [str(p.resolve()) for p in tools if str(p.resolve()) not in readonly]
     return Confinement(sandbox=found.sandbox,
                        layout=sb.Layout(writable=writable, hidden=list(hidden), cwd=str(cwd.resolve()),
                                         readonly=[p for p in readonly if p not in writable]))

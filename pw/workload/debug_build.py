@@ -117,9 +117,11 @@ def make(contract: Contract, timed: steps.Target, evidence: EvidenceStore, logs:
     path = f"{wrappers.absolute()}:{os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin')}"
     dbg_contract = msgspec.structs.replace(
         contract, build=[msgspec.structs.replace(s, env={**s.env, "PATH": path}) for s in contract.build])
-    # Same label: the profile is the target's own, only its tree is another.
-    target = steps.Target(label=timed.label, src_dir=timed.src_dir,
-                          build_dir=timed.build_dir.with_name(timed.build_dir.name + SUFFIX), files=timed.files)
+    # Same label: the profile is the target's own, only its tree is another. Its sandbox hides what
+    # the timed build's hides, and shows the wrappers read-only: they sit in the run directory
+    # (hidden) and often under /tmp (a fresh tmpfs inside), where `gcc` would be the bare compiler.
+    target = msgspec.structs.replace(timed, build_dir=timed.build_dir.with_name(timed.build_dir.name + SUFFIX),
+                                     tools=[str(wrappers.resolve())])
     built = steps.build(dbg_contract, target, evidence, logs)
     if built.outcome != "ok":
         return DebugBuild(None, f"the debug build ({', '.join(wrapped)} with -g) failed: symbols only")

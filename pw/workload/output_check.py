@@ -22,7 +22,7 @@ import hashlib
 import msgspec
 
 from ledger.contract import Contract
-from pw.workload.compare import compare_text
+from pw.workload.compare import compare_text, decode_streams, is_bundle
 
 
 class Expected(msgspec.Struct, frozen=True):
@@ -40,6 +40,23 @@ class Observed(msgspec.Struct, frozen=True):
 
 
 STREAMS = ("stdout", "stderr", "output file")
+
+
+def expected(oracle_output: bytes | None, oracle_stderr: bytes | None, output_file_sha256: str | None) -> Expected:
+    """What an oracle-checked run printed, per stream, from what ``OracleChecked`` stored.
+
+    An inferred oracle stores its checked output as a bundle of every stream (stdout, stderr, the
+    files it created: ``compare.encode_streams``), other oracles the bare stdout. Each stream is
+    compared with the same stream: the bundle's own text is nobody's stdout. ``oracle_stderr`` is
+    the same run's stderr, stored on its own; the bundle's copy stands in where it was not stored.
+    """
+    stdout = oracle_output.decode(errors="replace") if oracle_output is not None else None
+    stderr = oracle_stderr.decode(errors="replace") if oracle_stderr is not None else None
+    if oracle_output is not None and is_bundle(oracle_output):
+        bundle = decode_streams(oracle_output)
+        stdout = bundle.stdout
+        stderr = bundle.stderr if stderr is None else stderr
+    return Expected(stdout=stdout, stderr=stderr, output_file_sha256=output_file_sha256)
 
 
 def sha256(data: bytes) -> str:

@@ -44,6 +44,10 @@ class Target(msgspec.Struct, frozen=True):
     # user's workload directory. Every command of the target runs in a sandbox where only
     # build_dir is writable and these are not mounted.
     hidden: list[str] = []
+    # Directories of pw's own tools its sandbox shows read-only, even inside a hidden directory or a
+    # scratch tmpfs: the `-g` compiler wrappers of a profiling build (pw.workload.debug_build), which
+    # pw wrote and which hold nothing of the run's references.
+    tools: list[str] = []
 
 
 class RunOutcome(msgspec.Struct, frozen=True):
@@ -77,7 +81,7 @@ def caught(outcome: RunOutcome, allowed: list[str]) -> list[str]:
 def confine_for(target: Target, cwd: Path):
     from pw.workload import containment
 
-    return containment.confinement(target.build_dir, target.hidden, cwd)
+    return containment.confinement(target.build_dir, target.hidden, cwd, tools=[Path(t) for t in target.tools])
 
 
 def base_env(step: Step, scratch: Path) -> dict[str, str]:
