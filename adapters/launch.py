@@ -63,7 +63,8 @@ def main() -> None:
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     report = {"returncode": os.waitstatus_to_exitcode(status), "wall_s": wall,
-              "max_rss_kb": usage.ru_maxrss, "launch_error": None}
+              "max_rss_kb": usage.ru_maxrss, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
+              "launch_error": None}
     if sandboxed:
         report["leftover_processes"] = _leftover_processes()
         report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")], spec.get("own_trees", []))

@@ -58,6 +58,10 @@ class ProcessResult(msgspec.Struct, frozen=True):
     leftover_processes: list[str] = []
     scratch_files: list[str] = []
     sandboxed: bool = False
+    # CPU time the kernel accounted to the program (rusage): in user space and in the kernel on its
+    # behalf. A sampler without privileges sees only the first; these see both.
+    user_s: float = 0.0
+    sys_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -172,10 +176,11 @@ def run_process(
             t.join(_DRAIN_GRACE_S)
     code, rss, launch_error = proc.returncode, int(usage.ru_maxrss), None
     measured = _decode_report(b"".join(report_box)) if report_r is not None else None
-    extra: dict = {"sandboxed": confine is not None}
+    extra: dict = {"sandboxed": confine is not None, "user_s": usage.ru_utime, "sys_s": usage.ru_stime}
     if measured is not None:
         code, wall, rss, launch_error = measured.returncode, measured.wall_s, measured.max_rss_kb, measured.launch_error
-        extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files)
+        extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files,
+                     user_s=measured.user_s, sys_s=measured.sys_s)
     if launch_error is not None:
         return ProcessResult(argv, None, None, False, launch_error, 0.0, 0, str(stdout_path), str(stderr_path),
                              sandboxed=confine is not None)
@@ -218,6 +223,8 @@ class _LaunchReport(msgspec.Struct, frozen=True):
     launch_error: str | None
     leftover_processes: list[str] = []
     scratch_files: list[str] = []
+    user_s: float = 0.0
+    sys_s: float = 0.0
 
 
 def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | None):

@@ -126,3 +126,32 @@ def test_hot_lines_are_the_costliest_lines_of_the_operation_sorted_by_line():
     assert hot_lines(prof, "k@k.c", top=2) == [12, 16]
     assert hot_lines(prof, "k@k.c", top=3) == [12, 14, 16]
     assert hot_lines(prof, "missing") == []
+
+
+def test_the_kernel_share_comes_from_rusage_when_the_profile_cannot_see_the_kernel():
+    """An unprivileged perf (the sandbox's) samples user space only; the kernel's own accounting of
+    the timed runs still says how much time the program spent in the kernel."""
+    from pw.rules.hotspot import accounted_split
+
+    split = accounted_split([0.50, 0.48, 0.52], [0.10, 0.30, 0.09])
+    assert split["kernel"] == round(0.10 / 0.60, 4) and split["user"] == round(0.50 / 0.60, 4)
+    assert "rusage" in split["source"]
+    assert accounted_split([], []) is None and accounted_split([0.0], [0.0]) is None
+
+
+def test_the_launcher_reports_the_programs_user_and_system_time(tmp_path):
+    """A program that spends its time in write(2) shows system time; a pure loop shows user time."""
+    import sys
+
+    from adapters.process import run_process
+
+    busy = "s = 0\nfor i in range(3_000_000): s += i\n"
+    syscalls = "import os\nf = os.open('/dev/null', os.O_WRONLY)\nfor _ in range(200_000): os.write(f, b'x')\n"
+    out = {}
+    for name, code in (("busy", busy), ("sys", syscalls)):
+        r = run_process([sys.executable, "-c", code], cwd=tmp_path, env=None, timeout_s=60,
+                        stdout_path=tmp_path / f"{name}.out", stderr_path=tmp_path / f"{name}.err", own_peak_rss=True)
+        assert r.exit_code == 0, (tmp_path / f"{name}.err").read_text()
+        out[name] = r
+    assert out["busy"].user_s > 0.05 and out["busy"].user_s > 3 * out["busy"].sys_s
+    assert out["sys"].sys_s > 0.02

@@ -356,7 +356,7 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
                         "evidence": [_evidence_text(e) for e in m["evidence"] if e["kind"] == "fact"][:2]}
                        for m in mech_dicts],
         "slices": slices_info,
-        "time_split": hs.time_split(discovery),
+        "time_split": _time_split(state, discovery),
         "profiling_build": None if build is None else {"note": build.note, "same_code": build.same_code},
         "frontier": located.frontier_lines() if located else [],
         "editable": editable,
@@ -388,6 +388,20 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     out.append(ev.BriefEmitted(target=label, text=text, tokens=tokens, tokenizer=TOKENIZER,
                                numbers=numbers, view=view, costs=costs))
     return out
+
+
+def _time_split(state, discovery: Profile) -> dict:
+    """User vs kernel time: from the profile's kernel frames where it sampled the kernel, else from
+    the kernel's accounting of the baseline's timed runs (an unprivileged perf sees user space only)."""
+    split = hs.time_split(discovery)
+    if split["kernel"] > 0:
+        return split
+    timing = next((t for t in state.timings if t.purpose == "baseline-variance"), None)
+    if timing is None:
+        return split
+    accounted = hs.accounted_split(list(timing.samples.get("baseline:user_s", [])),
+                                   list(timing.samples.get("baseline:sys_s", [])))
+    return accounted if accounted is not None else split
 
 
 def _ranked_mechanisms(located, hot, line_profile: Profile, line_shares: list[dict]) -> list[dict]:

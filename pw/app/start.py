@@ -203,7 +203,7 @@ def time_baseline_alone(contract: Contract, target: execute.Target, scratch: Pat
     """`runs` timed runs of the baseline alone after one warm-up, as a baseline-variance
     `TimingRecorded` (or the fault that stopped them). `pw start` records one; `pw evaluate` records
     another when a campaign's baseline ran slower than the last one (`pw.app.evaluate`)."""
-    samples, rss = [], []
+    samples, rss, user, kernel = [], [], [], []
     for i in range(runs + 1):
         progress(f"{stage} run {i + 1}/{runs + 1}")
         out = execute.run_once(contract, target, scratch, tag="timing")
@@ -215,13 +215,16 @@ def time_baseline_alone(contract: Contract, target: execute.Target, scratch: Pat
         if i > 0:  # the first run is a warm-up (page cache, CPU frequency) and is not kept
             samples.append(round(out.value, 9))
             rss.append(float(out.process.max_rss_kb))
+            user.append(round(out.process.user_s, 6))
+            kernel.append(round(out.process.sys_s, 6))
     return [
         ev.TimingRecorded(
             purpose="baseline-variance",
             targets=["baseline"],
             metric=f"{contract.metric.kind}_time_s",
             unit="s",
-            samples={"baseline": samples, "baseline:max_rss_kb": rss},
+            samples={"baseline": samples, "baseline:max_rss_kb": rss, "baseline:user_s": user,
+                     "baseline:sys_s": kernel},
             order=["A"] * len(samples),
             seed=0,
             exploratory=False,

@@ -10,6 +10,8 @@ kernel share as a finding (allocation, page faults, I/O behind the user's code).
 
 from __future__ import annotations
 
+import statistics
+
 import msgspec
 
 from ledger import events as ev
@@ -57,6 +59,19 @@ def time_split(profile: Profile, top: int = 3) -> dict:
                        for op in kernel_ops[:top]],
         "kernel_causes": {k: round(v, 4) for k, v in sorted(causes.items(), key=lambda kv: -kv[1])},
     }
+
+
+def accounted_split(user_s: list[float], sys_s: list[float]) -> dict | None:
+    """User and kernel shares from the kernel's own CPU accounting of the timed runs (medians of
+    rusage user and system time), for a profile that cannot see the kernel: perf without
+    privileges, as in the sandbox, samples user space only (`cpu-clock:u`). None without data."""
+    if not user_s or len(user_s) != len(sys_s):
+        return None
+    u, s = statistics.median(user_s), statistics.median(sys_s)
+    if u + s <= 0:
+        return None
+    return {"user": round(u / (u + s), 4), "kernel": round(s / (u + s), 4), "top_kernel": [], "kernel_causes": {},
+            "source": "rusage of the timed runs (the profile samples user space only)"}
 
 
 def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSelected:
