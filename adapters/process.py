@@ -227,6 +227,15 @@ class _LaunchReport(msgspec.Struct, frozen=True):
     sys_s: float = 0.0
 
 
+def _with_launcher(layout: sb.Layout) -> sb.Layout:
+    """What the launcher needs inside the sandbox, shown read-only where a fresh /tmp would hide it
+    (a checkout or virtual environment under /tmp, as a CI clone may be): the interpreter's
+    environment and installation, and the folder holding launch.py."""
+    exe = os.path.realpath(sys.executable)
+    needed = [os.path.realpath(sys.prefix), os.path.dirname(os.path.dirname(exe)), str(_LAUNCHER.resolve().parent)]
+    return sb.show_readonly(layout, needed)
+
+
 def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | None):
     """Start the command; returns the process and, with the launcher, the read end of its report pipe."""
     env = None if env is None else dict(env)
@@ -243,14 +252,17 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     report_fd = fcntl.fcntl(w, fcntl.F_DUPFD, 10)
     os.close(w)
     inner = [sys.executable, "-I", "-S", str(_LAUNCHER), str(report_fd)]
-    full = sb.wrap(confine.sandbox, confine.layout, inner) if confine is not None else inner
+    layout = _with_launcher(confine.layout) if confine is not None else None
+    full = sb.wrap(confine.sandbox, layout, inner) if confine is not None else inner
     try:
         proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.PIPE, pass_fds=(report_fd,), **common)
     finally:
         os.close(report_fd)
     spec = msgspec.json.encode({"argv": argv, "env": env if env is not None else dict(os.environ),
                                 "sandboxed": confine is not None,
-                                "own_trees": list(confine.layout.writable) if confine is not None else []})
+                                # Not scratch: the target's own trees and what is shown read-only (a
+                                # /tmp bind is a mount inside the fresh /tmp, not something left there).
+                                "own_trees": [*layout.writable, *layout.readonly] if layout is not None else []})
     try:
         proc.stdin.write(spec)
         proc.stdin.close()

@@ -100,6 +100,16 @@ def _masks(layout: Layout) -> list[str]:
     return out
 
 
+def show_readonly(layout: Layout, paths: Sequence[str]) -> Layout:
+    """``layout`` with each of ``paths`` that a scratch tmpfs would mask shown read-only (pure: the
+    paths are taken as given, already resolved). Never one inside a hidden directory: that would
+    show part of what must stay hidden."""
+    extra = [p for p in paths
+             if any(_under(p, s) for s in SCRATCH_DIRS) and not any(_under(p, h) for h in layout.hidden)
+             and p not in layout.readonly and p not in layout.writable]
+    return msgspec.structs.replace(layout, readonly=[*layout.readonly, *dict.fromkeys(extra)]) if extra else layout
+
+
 def _check(layout: Layout) -> None:
     for path in (*layout.writable, *layout.hidden, layout.cwd):
         if not os.path.isabs(path):
