@@ -228,9 +228,9 @@ class _LaunchReport(msgspec.Struct, frozen=True):
 
 
 def _with_launcher(layout: sb.Layout) -> sb.Layout:
-    """What the launcher needs inside the sandbox, shown read-only where a fresh /tmp would hide it
-    (a checkout or virtual environment under /tmp, as a CI clone may be): the interpreter's
-    environment and installation, and the folder holding launch.py."""
+    """What pw's own tools need inside the sandbox, shown read-only where a fresh /tmp would hide
+    them (a checkout or virtual environment under /tmp, as a CI clone may be): the interpreter's
+    environment and installation (py-spy lives in the venv too), and the folder holding launch.py."""
     exe = os.path.realpath(sys.executable)
     needed = [os.path.realpath(sys.prefix), os.path.dirname(os.path.dirname(exe)), str(_LAUNCHER.resolve().parent)]
     return sb.show_readonly(layout, needed)
@@ -243,7 +243,7 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     if confine is not None:
         cwd = None  # the sandbox changes directory itself (--chdir), to a path only it may see
     if not launcher:
-        full = sb.wrap(confine.sandbox, confine.layout, argv) if confine is not None else argv
+        full = sb.wrap(confine.sandbox, _with_launcher(confine.layout), argv) if confine is not None else argv
         return subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, **common), None
     if not argv or any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in (env or {}).items()):
         raise ValueError("argv and environment may not contain NUL bytes (or '=' in a variable name)")
