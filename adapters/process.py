@@ -227,7 +227,7 @@ class _LaunchReport(msgspec.Struct, frozen=True):
     sys_s: float = 0.0
 
 
-def _with_launcher(layout: sb.Layout) -> sb.Layout:
+def with_own_tools(layout: sb.Layout) -> sb.Layout:
     """What pw's own tools need inside the sandbox, shown read-only where a fresh /tmp would hide
     them (a checkout or virtual environment under /tmp, as a CI clone may be): the interpreter's
     environment and installation (py-spy lives in the venv too), and the folder holding launch.py."""
@@ -243,7 +243,7 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     if confine is not None:
         cwd = None  # the sandbox changes directory itself (--chdir), to a path only it may see
     if not launcher:
-        full = sb.wrap(confine.sandbox, _with_launcher(confine.layout), argv) if confine is not None else argv
+        full = sb.wrap(confine.sandbox, with_own_tools(confine.layout), argv) if confine is not None else argv
         return subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, **common), None
     if not argv or any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in (env or {}).items()):
         raise ValueError("argv and environment may not contain NUL bytes (or '=' in a variable name)")
@@ -252,7 +252,7 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     report_fd = fcntl.fcntl(w, fcntl.F_DUPFD, 10)
     os.close(w)
     inner = [sys.executable, "-I", "-S", str(_LAUNCHER), str(report_fd)]
-    layout = _with_launcher(confine.layout) if confine is not None else None
+    layout = with_own_tools(confine.layout) if confine is not None else None
     full = sb.wrap(confine.sandbox, layout, inner) if confine is not None else inner
     try:
         proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.PIPE, pass_fds=(report_fd,), **common)

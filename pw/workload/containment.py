@@ -91,6 +91,8 @@ def confinement(build_dir: Path, hidden: list[str], cwd: Path, extra_writable: l
     writable = [str(build_dir.resolve()), *(str(p.resolve()) for p in extra_writable)]
     readonly = search_path_in_scratch(os.environ.get("PATH", ""), hidden)
     readonly += [str(p.resolve()) for p in tools if str(p.resolve()) not in readonly]
+    from adapters.process import with_own_tools
+
     return Confinement(sandbox=found.sandbox,
-                       layout=sb.Layout(writable=writable, hidden=list(hidden), cwd=str(cwd.resolve()),
-                                        readonly=[p for p in readonly if p not in writable]))
+                       layout=with_own_tools(sb.Layout(writable=writable, hidden=list(hidden), cwd=str(cwd.resolve()),
+                                        readonly=[p for p in readonly if p not in writable])))
