@@ -46,7 +46,7 @@ TIMELINE_METRICS: tuple[str, ...] = (
     "gpu_time_ns", "kernel_launches", "transfer_bytes", "transfers", "kernel_time_ns",
     "gpu_busy_ns", "gpu_idle_ns", "gpu_span_ns", "htod_time_ns", "dtoh_time_ns", "htod_bytes",
     "dtoh_bytes", "launch_api_ns", "launch_api_calls", "sync_stall_ns", "copy_compute_overlap_ns",
-    "idle_gaps", "max_idle_gap_ns",
+    "idle_gaps", "max_idle_gap_ns", "host_span_ns",
 )
 
 MIN_GAP_NS = 1_000
@@ -194,12 +194,18 @@ def summarize(records: Iterable[GpuActivity], *, top_gaps: int = 5) -> TimelineS
     else:
         sync_ns, sync_source = 0, "none"
     kernel_ns = sum(k.end_ns - k.start_ns for k in kernels)
+    # The host's CUDA span (first recorded call or activity to the last): the wall-clock stretch
+    # the device work sits in. A kernel's share of it, not of device time, bounds what making the
+    # kernel faster can save the program (device work can hide behind host work).
+    marks = [(r.start_ns, r.end_ns) for r in (*apis, *syncs, *device)]
+    host_span = (max(e for _, e in marks) - min(s for s, _ in marks)) if marks else 0
     totals.update({
         "gpu_time_ns": float(activity_ns),
         "kernel_time_ns": float(kernel_ns),
         "kernel_launches": float(len(kernels)),
         "gpu_busy_ns": float(busy),
         "gpu_span_ns": float(span),
+        "host_span_ns": float(host_span),
         "gpu_idle_ns": float(span - busy),
         "idle_gaps": float(len(gaps)),
         "max_idle_gap_ns": float(max((g[0] for g in gaps), default=0)),

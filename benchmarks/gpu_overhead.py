@@ -72,7 +72,7 @@ def live(pairs: int) -> tuple[dict[str, tuple[list[float], list[float]]], dict[s
     work = Path(tempfile.mkdtemp(prefix="pw-gpu-bench-"))
     shutil.copytree(ROOT / "workloads" / "cuda-transpose", work / "w")
     subprocess.run(["make", "-s"], cwd=work / "w", check=True)
-    argv = ["./transpose", "8192", "8192", "100", "1"]
+    argv = ["./transpose", "8192", "8192", "300", "1"]
     plain, traced = [], []
     for i in range(pairs):
         for mode in ("plain", "traced"):

@@ -77,6 +77,7 @@ _ALL = (
        "Time during which a memcpy and a kernel ran at once (intersection of their unions)."),
     _m("idle_gaps", "1", "count", "Number of device idle gaps of at least 1 microsecond."),
     _m("max_idle_gap_ns", "ns", "time", "Longest device idle gap."),
+    _m("host_span_ns", "ns", "time", "First to last recorded CUDA call or device activity: the host's span around the device work."),
     # --- GPU diagnosis (Nsight Compute, one filtered kernel launch) ---------------------------
     _m("registers_per_thread", "1", "count", "Registers per thread (launch__registers_per_thread)."),
     _m("theoretical_occupancy_pct", "%", "ratio",

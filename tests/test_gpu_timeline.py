@@ -263,3 +263,18 @@ def test_cupti_capture_of_the_transpose_workload(tmp_path):
 
     p = a.normalize(read_artifacts(cap), str(work), "baseline")
     assert p.top_operations(1)[0].name == "transpose_kernel"
+
+
+def test_a_device_time_hotspot_is_bounded_by_its_share_of_the_host_span_not_of_device_time():
+    """Device work can hide behind host work: the Amdahl ceiling of a kernel uses its share of the
+    host's CUDA span (here ~1/8 of the run), never its share of device time alone (~87%)."""
+    from pw.rules.hotspot import amdahl_ceiling, select_hotspot
+
+    recs = fixture("cupti-cuda-transpose-jsonl/baseline.jsonl")
+    p = to_profile(summarize(recs), recs, tool="cupti", tool_version="t", target="baseline")
+    span = p.totals["host_span_ns"]
+    assert span >= p.totals["gpu_span_ns"] > 0
+    hot = select_hotspot(p, {"[gpu]"})
+    kernel_ns = next(o for o in p.operations if o.id == hot.operation).inclusive_metrics["gpu_time_ns"]
+    assert hot.amdahl_ceiling == pytest.approx(1 / (1 - kernel_ns / span), rel=1e-5)
+    assert hot.amdahl_ceiling < amdahl_ceiling(hot.share)

@@ -29,6 +29,14 @@ def _pct(x: float) -> str:
 RUN_HERE = "the directory holding this brief"
 
 
+def _wall_part(hs: dict) -> str:
+    """For device time, the share of the program's span the ceiling was taken from (device work can
+    hide behind host work, so the device share alone would promise too much)."""
+    if hs.get("metric") != "gpu_time_ns" or not hs.get("ceiling"):
+        return ""
+    return f" ({_pct(1.0 - 1.0 / hs['ceiling'])} of the host's CUDA span)"
+
+
 def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefLine]:
     """The candidate lines of the brief from its numbers (see `agent-brief.json`).
 
@@ -48,8 +56,8 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         ),
         BriefLine(
             f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']} "
-            f"{hs['file']}:{hs['line_start']}-{hs['line_end']} = {_pct(hs['share'])} of {hs['metric']}; "
-            f"Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") and hs.get("file") else
+            f"{hs['file']}:{hs['line_start']}-{hs['line_end']} = {_pct(hs['share'])} of {hs['metric']}"
+            f"{_wall_part(hs)}; Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") and hs.get("file") else
             f"Hotspot ({n['adapter']}): {hs['name']} = {_pct(hs['share'])} of {hs['metric']}"
             + (f"; Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") else ""),
             0,

@@ -22,6 +22,21 @@ def amdahl_ceiling(share: float) -> float | None:
     return None if share >= 1.0 else 1.0 / (1.0 - share)
 
 
+# Device-time profiles (a GPU timeline) measure the device only; the program's wall clock also holds
+# host work that device time can hide behind. Their ceiling uses the kernel's share of the host's
+# CUDA span instead, where the profile records it.
+DEVICE_METRICS = frozenset({"gpu_time_ns"})
+HOST_SPAN = "host_span_ns"
+
+
+def wall_share(profile: Profile, cost: float) -> float | None:
+    """The operation's share of the program's wall-clock span, for device-time profiles; None else."""
+    span = profile.totals.get(HOST_SPAN, 0.0)
+    if profile.primary_metric not in DEVICE_METRICS or span <= 0:
+        return None
+    return min(1.0, cost / span)
+
+
 KERNEL_MODULES = frozenset({"kernel.kallsyms", "kernel", "vmlinux", "guest.kernel.kallsyms"})
 
 
@@ -86,6 +101,8 @@ def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSele
     # Inclusive cost bounds what a rewrite of this function (and what it calls) can save.
     inclusive = hot.inclusive_metrics.get(metric, hot.self_metrics.get(metric, 0.0))
     share = min(1.0, inclusive / total)
+    bound = wall_share(profile, inclusive)
+    ceiling = amdahl_ceiling(share if bound is None else bound)
     return ev.HotspotSelected(
         operation=hot.id,
         name=hot.name,
@@ -94,7 +111,7 @@ def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSele
         line_end=hot.line_end,
         metric=metric,
         share=round(share, 6),
-        amdahl_ceiling=None if amdahl_ceiling(share) is None else round(amdahl_ceiling(share), 6),
+        amdahl_ceiling=None if ceiling is None else round(ceiling, 6),
     )
 
 
