@@ -265,7 +265,9 @@ def kineto_fixture(path: Path) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--kineto-fixture", metavar="PATH")
-    ap.add_argument("--recorded", action="store_true", help="summarize the recorded H200 run")
+    ap.add_argument("--recorded", nargs="?", const="kernel-profile-h200", metavar="DIR",
+                    help="summarize a recorded H200 run under tests/data (default kernel-profile-h200; "
+                         "kernel-profile-h200-fill200 is the 200-spec one-GPU fill)")
     ap.add_argument("--device", metavar="OUT")
     ap.add_argument("--one-gpu-compare", action="store_true")
     ap.add_argument("--gemm-count", type=int, default=200)
@@ -273,7 +275,7 @@ if __name__ == "__main__":
     ap.add_argument("--short", action="store_true", help="one spec each of rmsnorm/attention/all_reduce")
     a = ap.parse_args()
     if a.recorded:
-        recorded(ROOT / "tests" / "data" / "kernel-profile-h200")
+        recorded(ROOT / "tests" / "data" / a.recorded)
     elif a.kineto_fixture:
         kineto_fixture(Path(a.kineto_fixture))
     elif a.device:
