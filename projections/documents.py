@@ -125,10 +125,12 @@ def preflight(state: RunState) -> PreflightDoc | None:
 
 
 class RoutingDoc(msgspec.Struct, frozen=True):
-    """profiler-routing.json: each phase's choice and why the others were not chosen."""
+    """profiler-routing.json: each phase's choice and why the others were not chosen; `climbs`: every
+    diagnosis decision in order (one per rung climbed; `phases["diagnosis"]` is the last)."""
 
     ledger_head: Head
     phases: dict[str, ev.RoutingDecided]
+    climbs: list[ev.RoutingDecided] = []
 
 
 class SourceTargetsDoc(msgspec.Struct, frozen=True):
@@ -167,7 +169,7 @@ BRIEF_BUDGET = 320
 def profiler_routing(state: RunState) -> RoutingDoc | None:
     if not state.routing:
         return None
-    return RoutingDoc(ledger_head=state.head, phases=dict(sorted(state.routing.items())))
+    return RoutingDoc(ledger_head=state.head, phases=dict(sorted(state.routing.items())), climbs=list(state.climbs))
 
 
 def source_targets(state: RunState) -> SourceTargetsDoc | None:

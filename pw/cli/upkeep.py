@@ -196,14 +196,25 @@ def _where_pw_runs() -> dict[str, str]:
 
 
 def doctor(args) -> int:
-    from adapters.registry import installed_adapters
+    from pathlib import Path
 
+    from adapters.registry import installed_adapters
+    from pw.app.overheads import observed_in
+
+    # The registry's declared overhead, and the one the runs' captures measured (a projection of
+    # their ProfileCaptured events): routing uses the measured one once it exists.
+    observed = observed_in(Path(getattr(args, "runs_dir", None) or "runs"))
     rows = []
     for adapter in installed_adapters():
         u = adapter.probe()
+        seen = observed.get(adapter.spec.name)
         rows.append({"adapter": adapter.spec.name, "usable": u.usable, "mode": u.mode, "version": u.version,
                      "reason": u.reason, "granularity": adapter.spec.granularity,
-                     "can_reprofile": adapter.spec.can_reprofile})
+                     "can_reprofile": adapter.spec.can_reprofile,
+                     "overhead": {"declared": adapter.spec.overhead_factor,
+                                  "measured": seen.factor if seen else None,
+                                  "captures": seen.captures if seen else 0,
+                                  "used": seen.factor if seen else adapter.spec.overhead_factor}})
     from pw.workload import containment
 
     found = containment.probe()
@@ -219,10 +230,13 @@ def doctor(args) -> int:
 
     console().print(f"pw: {where['executable']} (package {where['package']}, python {where['python']})")
     table = Table(title="pw doctor: profilers on this machine", title_justify="left")
-    for col in ("adapter", "usable", "mode", "version", "reason"):
+    for col in ("adapter", "usable", "mode", "version", "overhead declared", "measured", "reason"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["adapter"], "yes" if r["usable"] else "NO", r["mode"] or "-", r["version"] or "-", r["reason"])
+        o = r["overhead"]
+        measured = f"x{o['measured']:g} ({o['captures']} captures)" if o["measured"] is not None else "-"
+        table.add_row(r["adapter"], "yes" if r["usable"] else "NO", r["mode"] or "-", r["version"] or "-",
+                      f"x{o['declared']:g}", measured, r["reason"])
     console().print(table)
     if sandbox["usable"]:
         console().print(f"sandbox: {sandbox['description']}")
