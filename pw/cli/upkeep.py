@@ -230,14 +230,18 @@ def doctor(args) -> int:
 
     console().print(f"pw: {where['executable']} (package {where['package']}, python {where['python']})")
     table = Table(title="pw doctor: profilers on this machine", title_justify="left")
-    for col in ("adapter", "usable", "mode", "version", "overhead declared", "measured", "reason"):
+    for col in ("adapter", "usable", "mode", "version", "reason"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        o = r["overhead"]
-        measured = f"x{o['measured']:g} ({o['captures']} captures)" if o["measured"] is not None else "-"
-        table.add_row(r["adapter"], "yes" if r["usable"] else "NO", r["mode"] or "-", r["version"] or "-",
-                      f"x{o['declared']:g}", measured, r["reason"])
+        table.add_row(r["adapter"], "yes" if r["usable"] else "NO", r["mode"] or "-", r["version"] or "-", r["reason"])
     console().print(table)
+    console().print(f"overhead (profiled wall / timed wall) declared by the registry, measured by the runs in "
+                    f"{getattr(args, 'runs_dir', None) or 'runs'}/; routing uses the measured one once it exists:")
+    for r in rows:
+        o = r["overhead"]
+        measured = (f"measured x{o['measured']:g} over {o['captures']} capture(s), used" if o["measured"] is not None
+                    else "not measured yet, declared used")
+        console().print(f"  {r['adapter']}: declared x{o['declared']:g}, {measured}", soft_wrap=True)
     if sandbox["usable"]:
         console().print(f"sandbox: {sandbox['description']}")
     else:
