@@ -50,7 +50,7 @@ def test_measured_overhead_wins_over_the_declared_one_in_routing_costs():
 
 
 def test_overhead_projection_folds_captures_and_leaves_out_reuse_and_untimed():
-    from projections.overhead import observed_overheads, timed_wall
+    from projections.overhead import factors, observed_overheads, timed_wall
 
     envs = [ev.Envelope(seq=i + 1, id=str(i), type=d.TYPE, v=d.VERSION, at="", actor="t", cause=None, key=None,
                         batch=0, data=d, prev="")
@@ -59,9 +59,11 @@ def test_overhead_projection_folds_captures_and_leaves_out_reuse_and_untimed():
                                    _capture("callgrind", "baseline", 5.4, None),
                                    _capture("callgrind", "a", 6.0, 0.2)])]
     seen = observed_overheads(envs)
-    assert set(seen) == {"perf", "callgrind"}
+    assert set(seen) == {"perf", "callgrind"}  # callgrind's untimed baseline capture is left out
     assert seen["perf"].captures == 2 and seen["perf"].factor == pytest.approx((1.3 + 1.5) / 2)
     assert seen["callgrind"].captures == 1 and seen["callgrind"].factor == pytest.approx(30.0)
+    assert factors(seen, 0.15) == {"perf": pytest.approx(1.4), "callgrind": pytest.approx(30.0)}
+    assert factors(seen, 5.0) == {}  # measured on 0.2 s programs only: the declared factors stand
     timing = ev.TimingRecorded(targets=["baseline", "a"], purpose="screening", metric="wall", unit="s",
                                order=["A", "B"], samples={"baseline": [1.0], "a": [0.5], "a:wall_s": [0.4, 0.6]},
                                seed=1, exploratory=False,
@@ -91,16 +93,19 @@ def test_next_run_routes_with_the_overheads_earlier_runs_measured_and_doctor_sho
     earlier.append(make_run_started("20260101-000000-a"), expected_seq=0)
     earlier.append(_capture("callgrind", "baseline", 3.0, 0.5), expected_seq=1)
     (runs / "20260101-000001-b").mkdir()
-    assert factors_for(runs / "20260101-000001-b") == {"callgrind": 6.0}
-    assert factors_for(runs / "20260101-000000-a") == {}  # a run's own captures come in as its events
+    assert factors_for(runs / "20260101-000001-b", 0.5) == {"callgrind": 6.0}
+    assert factors_for(runs / "20260101-000001-b", 0.3) == {"callgrind": 6.0}  # within 2x of 0.5 s
+    # a ratio measured on a 0.5 s program holds valgrind's set-up: it says nothing about a 10 s one
+    assert factors_for(runs / "20260101-000001-b", 10.0) == {}
+    assert factors_for(runs / "20260101-000000-a", 0.5) == {}  # a run's own captures come in as its events
     result = pw_main("doctor", "--json", "--runs-dir", runs)
     assert result.code == 0, result
     rows = {r["adapter"]: r["overhead"] for r in result.json()["adapters"]}
-    assert rows["callgrind"] == {"declared": 27.0, "measured": 6.0, "captures": 1, "used": 6.0}
-    assert rows["perf"]["measured"] is None and rows["perf"]["used"] == rows["perf"]["declared"]
+    assert rows["callgrind"] == {"declared": 27.0, "measured": 6.0, "captures": 1, "timed_wall_s": [0.5, 0.5]}
+    assert rows["perf"]["measured"] is None and rows["perf"]["declared"] == 1.3
     text = pw_main("doctor", "--runs-dir", runs)
-    assert "callgrind: declared x27, measured x6 over 1 capture(s), used" in text.out
-    assert "perf: declared x1.3, not measured yet, declared used" in text.out
+    assert "callgrind: declared x27, measured x6 (median of 1 capture(s) of 0.5-0.5 s programs)" in text.out
+    assert "perf: declared x1.3, not measured yet" in text.out
 
 
 # ------------------------------------------------------------------------------ climbing, costs

@@ -17,11 +17,12 @@ def observed_in(runs_dir: Path, *, exclude: Path | None = None) -> dict[str, Obs
     return observed_overheads(_events_of(runs_dir, exclude=exclude))
 
 
-def factors_for(run_path: Path, own_events=()) -> dict[str, float]:
-    """The measured factors routing uses for a run: its runs directory's other runs and its own events."""
+def factors_for(run_path: Path, runtime_s: float, own_events=()) -> dict[str, float]:
+    """The measured factors routing uses for a run whose program takes ``runtime_s``: from its runs
+    directory's other runs and its own events, measured on programs of about that length."""
     from projections.overhead import factors
 
-    return factors(observed_overheads([*_events_of(run_path.parent, exclude=run_path), *own_events]))
+    return factors(observed_overheads([*_events_of(run_path.parent, exclude=run_path), *own_events]), runtime_s)
 
 
 def _events_of(runs_dir: Path, *, exclude: Path | None = None):

@@ -96,7 +96,7 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     from projections.overhead import timed_wall
     from pw.app.overheads import factors_for
 
-    overheads = factors_for(handle.path)  # measured by earlier runs in this runs directory
+    overheads = factors_for(handle.path, runtime)  # measured by earlier runs in this runs directory
     timed = timed_wall(state.timings, "baseline", contract.metric.kind)
     exe = profiling.executable_digest(contract, target)
 

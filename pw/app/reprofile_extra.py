@@ -60,9 +60,9 @@ def diagnosis_adapter(handle, state, discovery: str, progress=lambda _m: None) -
                 and p.adapter not in (discovery, "ncu")]
     if not answered:
         return None
-    overheads = factors_for(handle.path, handle.ledger.events())  # other runs' and this run's captures
-    chosen, why = routing.reprofile_adapters(discovery, answered[-1], baseline_runtime(state), installed_specs(),
-                                             overheads)
+    runtime = baseline_runtime(state)
+    overheads = factors_for(handle.path, runtime, handle.ledger.events())  # other runs' and this run's captures
+    chosen, why = routing.reprofile_adapters(discovery, answered[-1], runtime, installed_specs(), overheads)
     if answered[-1] not in chosen:
         progress(f"no {answered[-1]} reprofile: {why}")
         return None

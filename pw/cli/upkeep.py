@@ -214,7 +214,7 @@ def doctor(args) -> int:
                      "overhead": {"declared": adapter.spec.overhead_factor,
                                   "measured": seen.factor if seen else None,
                                   "captures": seen.captures if seen else 0,
-                                  "used": seen.factor if seen else adapter.spec.overhead_factor}})
+                                  "timed_wall_s": [seen.points[0][0], seen.points[-1][0]] if seen else None}})
     from pw.workload import containment
 
     found = containment.probe()
@@ -236,11 +236,15 @@ def doctor(args) -> int:
         table.add_row(r["adapter"], "yes" if r["usable"] else "NO", r["mode"] or "-", r["version"] or "-", r["reason"])
     console().print(table)
     console().print(f"overhead (profiled wall / timed wall) declared by the registry, measured by the runs in "
-                    f"{getattr(args, 'runs_dir', None) or 'runs'}/; routing uses the measured one once it exists:")
+                    f"{getattr(args, 'runs_dir', None) or 'runs'}/; routing uses the measured one for programs "
+                    "within 2x of the lengths it was measured on, the declared one otherwise:")
     for r in rows:
         o = r["overhead"]
-        measured = (f"measured x{o['measured']:g} over {o['captures']} capture(s), used" if o["measured"] is not None
-                    else "not measured yet, declared used")
+        measured = "not measured yet"
+        if o["measured"] is not None:
+            lo, hi = o["timed_wall_s"]
+            measured = (f"measured x{o['measured']:g} (median of {o['captures']} capture(s) of "
+                        f"{lo:.3g}-{hi:.3g} s programs)")
         console().print(f"  {r['adapter']}: declared x{o['declared']:g}, {measured}", soft_wrap=True)
     if sandbox["usable"]:
         console().print(f"sandbox: {sandbox['description']}")
