@@ -449,7 +449,8 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
     # A baseline profiled from its -g twin is compared with the candidate's -g twin, not its bare build.
     dbg = None
     base_capture = state.captures.get(f"baseline:{adapter}")
-    if base_capture is not None and debug_build.used_for(base_capture.build_note):
+    if base_capture is not None and debug_build.used_for(base_capture.build_note) and \
+            reprofile_extra.reuse_source(state, timed_target, adapter) is None:  # (reuse needs no -g twin)
         dbg = debug_build.make(state.run.contract, target, handle.evidence, handle.logs, handle.path / "scratch")
         target = dbg.target or target
     before = workspace.snapshot(target.build_dir)

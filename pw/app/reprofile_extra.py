@@ -33,6 +33,11 @@ def reusable_source(state, adapter: str, exe: str | None, label: str) -> ev.Prof
     return found
 
 
+def reuse_source(state, timed: Target, adapter: str) -> ev.ProfileCaptured | None:
+    """The capture ``timed``'s reprofile with ``adapter`` would reuse, if any."""
+    return reusable_source(state, adapter, profiling.executable_digest(state.run.contract, timed), timed.label)
+
+
 def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: str, progress) -> profiling.ProfileResult:
     """``profiled`` (the timed build, or its -g twin) captured with ``adapter``, or ``timed``'s
     byte-identical executable's earlier capture reused; the overhead and the hash recorded either way."""
@@ -40,7 +45,7 @@ def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: st
 
     contract = state.run.contract
     exe = profiling.executable_digest(contract, timed)
-    source = reusable_source(state, adapter, exe, timed.label)
+    source = reuse_source(state, timed, adapter)
     if source is not None:
         progress(f"reprofile with {adapter}: executable identical to {source.target}'s, reusing its profile")
         return profiling.reuse(contract, profiled, source, handle.evidence)
