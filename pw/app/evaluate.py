@@ -430,12 +430,13 @@ TIMELINE_ADAPTERS = ("cupti", "nsys")
 
 
 def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, counters: bool = True,
-              adapter: str | None = None) -> object:
+              adapter: str | None = None, reuse: bool = True) -> object:
     """Profile the candidate with the adapter that profiled the baseline (same metric, comparable);
     with ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too, and a
     CPU hotspot diagnosed with another adapter (callgrind) gets that adapter's capture when the cost
     model allows it (``reprofile_extra.diagnosis_adapter``). A byte-identical executable already
-    profiled with the adapter reuses that evidence (``reprofile_extra.capture_or_reuse``)."""
+    profiled with the adapter reuses that evidence (``reprofile_extra.capture_or_reuse``), unless
+    ``reuse`` is False (`pw confirm --fresh`: fresh evidence means a profiler runs)."""
     from pw.app import reprofile_extra
 
     main = adapter is None
@@ -450,11 +451,11 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
     dbg = None
     base_capture = state.captures.get(f"baseline:{adapter}")
     if base_capture is not None and debug_build.used_for(base_capture.build_note) and \
-            reprofile_extra.reuse_source(state, timed_target, adapter) is None:  # (reuse needs no -g twin)
+            not (reuse and reprofile_extra.reuse_source(state, timed_target, adapter)):  # (reuse needs no -g twin)
         dbg = debug_build.make(state.run.contract, target, handle.evidence, handle.logs, handle.path / "scratch")
         target = dbg.target or target
     before = workspace.snapshot(target.build_dir)
-    result = reprofile_extra.capture_or_reuse(handle, state, timed_target, target, adapter, progress)
+    result = reprofile_extra.capture_or_reuse(handle, state, timed_target, target, adapter, progress, reuse=reuse)
     if dbg is not None and result.captured.reused_from is None:
         result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=dbg.note))
     # Like every timed run (execute.run_once), the profiled run must not leave files in the build
@@ -475,7 +476,8 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
     if counters:
         state = _reprofile_counters(handle, state, target, result.profile, progress)
     diagnosis = reprofile_extra.diagnosis_adapter(handle, state, adapter, progress) if main else None
-    return reprofile(handle, state, timed_target, progress, counters=False, adapter=diagnosis) if diagnosis else state
+    return reprofile(handle, state, timed_target, progress, counters=False, adapter=diagnosis,
+                     reuse=reuse) if diagnosis else state
 
 
 def _reprofile_counters(handle: RunHandle, state, target: execute.Target, timeline, progress) -> object:

@@ -38,14 +38,15 @@ def reuse_source(state, timed: Target, adapter: str) -> ev.ProfileCaptured | Non
     return reusable_source(state, adapter, profiling.executable_digest(state.run.contract, timed), timed.label)
 
 
-def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: str, progress) -> profiling.ProfileResult:
+def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: str, progress, *,
+                     reuse: bool = True) -> profiling.ProfileResult:
     """``profiled`` (the timed build, or its -g twin) captured with ``adapter``, or ``timed``'s
     byte-identical executable's earlier capture reused; the overhead and the hash recorded either way."""
     from projections.overhead import timed_wall
 
     contract = state.run.contract
     exe = profiling.executable_digest(contract, timed)
-    source = reuse_source(state, timed, adapter)
+    source = reuse_source(state, timed, adapter) if reuse else None
     if source is not None:
         progress(f"reprofile with {adapter}: executable identical to {source.target}'s, reusing its profile")
         return profiling.reuse(contract, profiled, source, handle.evidence)
