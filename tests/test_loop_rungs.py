@@ -249,3 +249,16 @@ def test_audit_refuses_a_reuse_claim_the_evidence_does_not_back(climbed_run, tmp
     ledger.append(forged, expected_seq=head.seq)
     result = pw_main("audit", run)
     assert result.code == 1 and "claims to reuse baseline's" in result.out + result.err, result
+
+
+@pytest.mark.slow
+def test_confirm_fresh_runs_the_profiler_instead_of_reusing(climbed_run, tmp_path):
+    from tests.conftest import copy_run
+
+    run = copy_run(climbed_run, tmp_path)
+    assert pw_main("confirm", run, "same", "--fresh", "--json").code in (0, 1)
+    events = ledger_events(run)
+    last = {e.data.adapter: e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "same"}
+    assert set(last) == {"perf", "callgrind-cachesim"}
+    assert all(c.reused_from is None and c.overhead for c in last.values()), last
+    assert pw_main("audit", run).code == 0
