@@ -196,6 +196,8 @@ def test_routing_climbs_each_rung_that_cannot_answer_and_records_why(climbed_run
     assert "cannot tell whether it is memory-bound" in decided[2].reason
     doc = json.loads((climbed_run / "profiler-routing.json").read_text())
     assert [c["chosen"] for c in doc["climbs"]] == ["callgrind", "callgrind-cachesim"]
+    shown = pw_main("inspect", climbed_run, "--section", "routing", "--json").json()
+    assert "callgrind-cachesim" in json.dumps(shown) and "sampling noise" in json.dumps(shown)
     # every real capture recorded its overhead against the uninstrumented timed wall
     baseline = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "baseline"]
     assert [c.adapter for c in baseline] == ["perf", "callgrind", "callgrind-cachesim"]
