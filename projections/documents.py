@@ -249,11 +249,17 @@ def evidence_copies(state: RunState) -> dict[str, str]:
     every other run file they are rebuilt by `pw rebuild` and compared by `pw audit`.
     """
     out: dict[str, str] = {}
+    discovery = state.routing["discovery"].chosen if "discovery" in state.routing else None
     for normalized in state.profiles.values():
         if normalized.target == "baseline":
             out["profile.baseline.json"] = normalized.profile_sha256
         elif normalized.target in state.candidates:
-            out[f"candidates/{normalized.target}/profile/profile.json"] = normalized.profile_sha256
+            # A candidate's reprofile with the diagnosis adapter (callgrind) sits beside the discovery
+            # one, whose diff profile-diff.json is.
+            second = normalized.adapter not in (discovery, "ncu") and discovery is not None and \
+                f"{normalized.target}:{discovery}" in state.profiles
+            name = "profile.diagnosis.json" if second else "profile.json"
+            out[f"candidates/{normalized.target}/profile/{name}"] = normalized.profile_sha256
     for cid, cand in sorted(state.candidates.items()):
         if cand.diff is not None:
             out[f"variants/{cid}.patch"] = cand.diff.patch_sha256

@@ -237,6 +237,10 @@ def test_a_changed_candidate_is_reprofiled_with_the_diagnosis_adapter_too(climbe
     assert d["hotspot_after"] < d["hotspot_before"] / 3  # exact Ir of work(): ~7x fewer
     assert gates.inputs["profile_diff"]["candidate_tool"].startswith("perf")  # the gates still diff perf's
     assert "Diagnosis reprofile: callgrind-cachesim instructions of" in (climbed_run / "report.md").read_text()
+    files = climbed_run / "candidates" / "blocked" / "profile"
+    assert json.loads((files / "profile.json").read_text())["tool"].startswith("perf")  # what profile-diff.json diffs
+    assert json.loads((files / "profile.diagnosis.json").read_text())["tool"].startswith("callgrind")
+    assert pw_main("validate", files / "profile.diagnosis.json").code == 0
 
 
 @pytest.mark.slow
