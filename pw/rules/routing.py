@@ -14,8 +14,9 @@ cannot answer either (perf -> callgrind -> callgrind-cachesim), at most ``MAX_CL
 climb after the first must fit ``CLIMB_BUDGET_S`` of estimated cost (``route(budget_s=...)``).
 
 Costs use an adapter's *measured* overhead (profiled wall / uninstrumented timed wall, recorded on
-each capture and folded by ``projections.overhead``) once one exists, else its declared
-``overhead_factor``; the decision records which measured factors it used.
+each capture and folded by ``projections.overhead``, which keeps only captures of programs within 2x
+of this one's length) once one exists, else its declared ``overhead_factor``; the decision records
+which measured factors it used.
 
 GPU programs: discovery is the timeline (``discovery_needs("cuda")``: kernels and device time, which
 the CUPTI and Nsight Systems adapters serve). Kernel counters (Nsight Compute, rung
