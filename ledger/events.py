@@ -281,20 +281,31 @@ class TimingRecorded(Payload, frozen=True):
 
 
 class RoutingDecided(Payload, frozen=True):
+    """v2 records the measured overhead factors the costs used (`overheads`, by adapter; an
+    adapter absent there was costed with its declared factor). A diagnosis that climbs several
+    rungs records one decision per climb, in order."""
+
     TYPE = "RoutingDecided"
+    VERSION = 2
     phase: Literal["discovery", "diagnosis"]
     chosen: str | None
     reason: str
     rejected: list[Rejection]
     needs: list[str] = []
+    overheads: dict[str, float] = {}
 
 
 class ProfileCaptured(Payload, frozen=True):
     """v2 records the adapter's facts at capture (`can_reprofile`), so a verdict is judged by what
-    was true then, not by the adapter registry of whichever ProfileWeaver audits it later."""
+    was true then, not by the adapter registry of whichever ProfileWeaver audits it later.
+
+    v3 records the observed overhead (`wall_s` over `timed_wall_s`, the target's uninstrumented timed
+    wall; routing folds these via `projections.overhead`), the hash of the program's executable alone
+    (`executable_sha256`), and `reused_from`: the target whose capture of a byte-identical executable
+    this one reuses (its raw evidence, normalized again for this target; no profiler ran)."""
 
     TYPE = "ProfileCaptured"
-    VERSION = 2
+    VERSION = 3
     adapter: str
     target: str
     artifacts: dict[str, str]
@@ -304,6 +315,10 @@ class ProfileCaptured(Payload, frozen=True):
     can_reprofile: bool
     source_root: str = ""  # absolute build tree the raw paths refer to; normalize needs it again
     build_note: str | None = None  # which build was profiled (a second one with -g?) and whether its code is the same
+    timed_wall_s: float | None = None  # mean uninstrumented wall of the same target's timed runs
+    overhead: float | None = None  # wall_s / timed_wall_s; None when reused or never timed
+    executable_sha256: str | None = None  # the timed build's executable file alone (native programs)
+    reused_from: str | None = None  # the target whose capture this reuses (same executable_sha256)
 
 
 class ProfileNormalized(Payload, frozen=True):

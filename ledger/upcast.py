@@ -82,11 +82,23 @@ def _capture_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "can_reprofile": True}
 
 
+def _capture_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 captures recorded no overhead, executable hash or reuse: none is known."""
+    return {**data, "timed_wall_s": None, "overhead": None, "executable_sha256": None, "reused_from": None}
+
+
+def _routing_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 routing used the declared overhead factors only."""
+    return {**data, "overheads": {}}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("Note", 0): _note_v0_to_v1,
     ("VerdictReached", 1): _verdict_v1_to_v2,
     ("TimingRecorded", 1): _timing_v1_to_v2,
     ("ProfileCaptured", 1): _capture_v1_to_v2,
+    ("ProfileCaptured", 2): _capture_v2_to_v3,
+    ("RoutingDecided", 1): _routing_v1_to_v2,
 }
 
 

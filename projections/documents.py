@@ -125,10 +125,12 @@ def preflight(state: RunState) -> PreflightDoc | None:
 
 
 class RoutingDoc(msgspec.Struct, frozen=True):
-    """profiler-routing.json: each phase's choice and why the others were not chosen."""
+    """profiler-routing.json: each phase's choice and why the others were not chosen; `climbs`: every
+    diagnosis decision in order (one per rung climbed; `phases["diagnosis"]` is the last)."""
 
     ledger_head: Head
     phases: dict[str, ev.RoutingDecided]
+    climbs: list[ev.RoutingDecided] = []
 
 
 class SourceTargetsDoc(msgspec.Struct, frozen=True):
@@ -167,7 +169,7 @@ BRIEF_BUDGET = 320
 def profiler_routing(state: RunState) -> RoutingDoc | None:
     if not state.routing:
         return None
-    return RoutingDoc(ledger_head=state.head, phases=dict(sorted(state.routing.items())))
+    return RoutingDoc(ledger_head=state.head, phases=dict(sorted(state.routing.items())), climbs=list(state.climbs))
 
 
 def source_targets(state: RunState) -> SourceTargetsDoc | None:
@@ -247,11 +249,17 @@ def evidence_copies(state: RunState) -> dict[str, str]:
     every other run file they are rebuilt by `pw rebuild` and compared by `pw audit`.
     """
     out: dict[str, str] = {}
+    discovery = state.routing["discovery"].chosen if "discovery" in state.routing else None
     for normalized in state.profiles.values():
         if normalized.target == "baseline":
             out["profile.baseline.json"] = normalized.profile_sha256
         elif normalized.target in state.candidates:
-            out[f"candidates/{normalized.target}/profile/profile.json"] = normalized.profile_sha256
+            # A candidate's reprofile with the diagnosis adapter (callgrind) sits beside the discovery
+            # one, whose diff profile-diff.json is.
+            second = normalized.adapter not in (discovery, "ncu") and discovery is not None and \
+                f"{normalized.target}:{discovery}" in state.profiles
+            name = "profile.diagnosis.json" if second else "profile.json"
+            out[f"candidates/{normalized.target}/profile/{name}"] = normalized.profile_sha256
     for cid, cand in sorted(state.candidates.items()):
         if cand.diff is not None:
             out[f"variants/{cid}.patch"] = cand.diff.patch_sha256

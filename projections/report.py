@@ -33,6 +33,10 @@ class CandidateReport(msgspec.Struct, frozen=True):
     reference: str = "baseline"
     cumulative: float | None = None
     cumulative_interval: list[float] | None = None
+    # The diagnosis adapter's hotspot before/after (GateInputs.diagnosis), and captures that reused an
+    # identical executable's evidence ("perf from baseline").
+    diagnosis: dict[str, Any] | None = None
+    reused: list[str] = []
 
 
 class ReportDoc(msgspec.Struct, frozen=True):
@@ -86,8 +90,19 @@ def _candidates(state: RunState) -> list[CandidateReport]:
             attempts=c.attempts, patch=f"variants/{cid}.patch",
             reference=v.reference if v else "baseline",
             cumulative=cum.speedup if cum else None, cumulative_interval=cum.interval if cum else None,
+            diagnosis=(c.gates.inputs.get("diagnosis") if c.gates else None),
+            reused=[f"{cap.adapter} from {cap.reused_from}" for key, cap in sorted(state.captures.items())
+                    if cap.target == cid and cap.reused_from],
         ))
     return out
+
+
+def _fmt_diagnosis(d: dict[str, Any]) -> str:
+    """`callgrind instructions of matmul: 1.2e+09 -> 3.1e+08 (-74.2%); total 1.3e+09 -> 4.0e+08`"""
+    before, after = d["hotspot_before"], d["hotspot_after"]
+    change = f" ({100 * (after - before) / before:+.1f}%)" if before else ""
+    return (f"{d['adapter']} {d['metric']} of `{d['hotspot']}`: {before:.4g} -> {after:.4g}{change}; "
+            f"total {d['total_before']:.4g} -> {d['total_after']:.4g}" + (" (reused evidence)" if d.get("reused") else ""))
 
 
 def _winner(cands: list[CandidateReport]) -> str | None:
@@ -196,6 +211,10 @@ def render_markdown(doc: ReportDoc) -> str:
         if c.gates:
             lines += ["", "| gate | passed | evidence |", "| --- | --- | --- |"]
             lines += [f"| {g.name} | {'yes' if g.passed else 'NO'} | {g.detail} |" for g in c.gates]
+        if c.diagnosis:
+            lines += ["", f"Diagnosis reprofile: {_fmt_diagnosis(c.diagnosis)}"]
+        if c.reused:
+            lines += ["", f"Profile evidence reused (byte-identical executable): {', '.join(c.reused)}"]
         if c.speedup is not None:
             lines += ["", f"![paired samples of {c.id}](plots/paired-{c.id}.png)"]
     lines += ["", "## Winner", ""]

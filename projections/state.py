@@ -47,7 +47,8 @@ class RunState(msgspec.Struct, frozen=True):
     oracles: dict[str, ev.OracleChecked] = {}
     faults: tuple[ev.FaultRecorded, ...] = ()
     timings: tuple[ev.TimingRecorded, ...] = ()
-    routing: dict[str, ev.RoutingDecided] = {}
+    routing: dict[str, ev.RoutingDecided] = {}  # the latest decision of each phase
+    climbs: tuple[ev.RoutingDecided, ...] = ()  # every diagnosis decision, one per rung climbed, in order
     captures: dict[str, ev.ProfileCaptured] = {}
     profiles: dict[str, ev.ProfileNormalized] = {}
     hotspot: ev.HotspotSelected | None = None
@@ -98,7 +99,8 @@ def _apply(state: RunState, env: Envelope) -> RunState:
         case ev.OracleChecked():
             return replace(state, oracles=_with(state.oracles, data.target, data))
         case ev.RoutingDecided():
-            return replace(state, routing=_with(state.routing, data.phase, data))
+            climbs = state.climbs + (data,) if data.phase == "diagnosis" else state.climbs
+            return replace(state, routing=_with(state.routing, data.phase, data), climbs=climbs)
         case ev.ProfileCaptured():
             return replace(state, captures=_with(state.captures, f"{data.target}:{data.adapter}", data))
         case ev.ProfileNormalized():

@@ -232,7 +232,8 @@ def test_routing_picks_the_cheapest_usable_adapter_and_says_why_not_the_others(s
         assert why["py-spy"].startswith("target: native not in") and "callgrind" in why
     # Diagnosis is its own recorded decision, with its reason, even when it does not escalate.
     assert phases["diagnosis"]["reason"]
-    assert [e["data"]["phase"] for e in ledger(run) if e["type"] == "RoutingDecided"] == ["discovery", "diagnosis"]
+    phases_seen = [e["data"]["phase"] for e in ledger(run) if e["type"] == "RoutingDecided"]
+    assert phases_seen[:2] == ["discovery", "diagnosis"] and set(phases_seen[1:]) == {"diagnosis"}  # one per climb
 
 
 # ---------------------------------------------------------------------------------- perf unusable

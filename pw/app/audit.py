@@ -68,6 +68,7 @@ def _walk(obj):
 # Hashes that identify inputs rather than stored evidence files.
 _NOT_EVIDENCE = frozenset({
     "inputs_sha256", "source_sha256", "manifest_sha256", "binary_sha256", "torn_sha256", "parent_source_sha256",
+    "executable_sha256",
 })
 
 
@@ -197,6 +198,12 @@ def check_profiles(ctx: AuditContext) -> str | None:
     for env in ctx.events:
         data = env.data
         if isinstance(data, ev.ProfileCaptured):
+            if data.reused_from is not None:  # reuse by hash: the source must hold the same executable and evidence
+                source = captured.get((data.reused_from, data.adapter))
+                if source is None or not data.executable_sha256 or \
+                        source.executable_sha256 != data.executable_sha256 or source.artifacts != data.artifacts:
+                    return (f"event seq {env.seq}: the {data.adapter} capture of {data.target} claims to reuse "
+                            f"{data.reused_from}'s, which has no capture of the same executable and evidence before it")
             captured[(data.target, data.adapter)] = data
         elif isinstance(data, ev.ProfileNormalized):
             cap = captured.get((data.target, data.adapter))

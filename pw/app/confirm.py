@@ -88,7 +88,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         else:
             state = handle.record(state, [result.timing])
             state = recheck_baseline(handle, state, baseline, result.timing, scratch, progress)
-            state = reprofile(handle, state, target, progress)
+            state = reprofile(handle, state, target, progress, reuse=not fresh)  # --fresh: a profiler runs
     reprofiled = False
     if not needs_campaign and not any(p.target == cid for p in state.profiles.values()):
         # `profiling.cadence: winner-only` deferred the reprofile to here: capture it now (the timing

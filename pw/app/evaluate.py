@@ -429,26 +429,34 @@ def recheck_baseline(handle: RunHandle, state, baseline: execute.Target, timing:
 TIMELINE_ADAPTERS = ("cupti", "nsys")
 
 
-def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, counters: bool = True) -> object:
+def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, counters: bool = True,
+              adapter: str | None = None, reuse: bool = True) -> object:
     """Profile the candidate with the adapter that profiled the baseline (same metric, comparable);
-    with ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too."""
-    from pw.workload import capture as profiling
+    with ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too, and a
+    CPU hotspot diagnosed with another adapter (callgrind) gets that adapter's capture when the cost
+    model allows it (``reprofile_extra.diagnosis_adapter``). A byte-identical executable already
+    profiled with the adapter reuses that evidence (``reprofile_extra.capture_or_reuse``), unless
+    ``reuse`` is False (`pw confirm --fresh`: fresh evidence means a profiler runs)."""
+    from pw.app import reprofile_extra
 
-    adapter = state.hotspot and _baseline_adapter(state)
+    main = adapter is None
+    adapter = adapter or (state.hotspot and _baseline_adapter(state))
     if adapter is None:
         return state
+    timed_target = target
     progress(f"reprofile with {adapter}")
     from pw.workload import debug_build
 
     # A baseline profiled from its -g twin is compared with the candidate's -g twin, not its bare build.
     dbg = None
     base_capture = state.captures.get(f"baseline:{adapter}")
-    if base_capture is not None and debug_build.used_for(base_capture.build_note):
+    if base_capture is not None and debug_build.used_for(base_capture.build_note) and \
+            not (reuse and reprofile_extra.reuse_source(state, timed_target, adapter)):  # (reuse needs no -g twin)
         dbg = debug_build.make(state.run.contract, target, handle.evidence, handle.logs, handle.path / "scratch")
         target = dbg.target or target
     before = workspace.snapshot(target.build_dir)
-    result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch")
-    if dbg is not None:
+    result = reprofile_extra.capture_or_reuse(handle, state, timed_target, target, adapter, progress, reuse=reuse)
+    if dbg is not None and result.captured.reused_from is None:
         result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=dbg.note))
     # Like every timed run (execute.run_once), the profiled run must not leave files in the build
     # tree: a file it creates there (a result cache) would be read by the next campaign's runs.
@@ -465,7 +473,11 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
             stage="reprofile", target=target.label, failure_class="output-mismatch",
             message=f"profiled run ({adapter}), {stream}: differs from its oracle-checked output ({detail})",
         )])
-    return _reprofile_counters(handle, state, target, result.profile, progress) if counters else state
+    if counters:
+        state = _reprofile_counters(handle, state, target, result.profile, progress)
+    diagnosis = reprofile_extra.diagnosis_adapter(handle, state, adapter, progress) if main else None
+    return reprofile(handle, state, timed_target, progress, counters=False, adapter=diagnosis,
+                     reuse=reuse) if diagnosis else state
 
 
 def _reprofile_counters(handle: RunHandle, state, target: execute.Target, timeline, progress) -> object:

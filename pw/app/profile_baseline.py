@@ -1,7 +1,10 @@
 """The profile stage of `pw start`: route, capture, hotspot, source targets, mechanisms, brief.
 
-Discovery and diagnosis are separate routing decisions, both recorded. Diagnosis climbs one rung
-only when the discovery profile cannot answer (see `pw.rules.routing.escalate`).
+Discovery and diagnosis are separate routing decisions, both recorded. Diagnosis climbs a rung
+only when the profile below cannot answer (see `pw.rules.routing.escalate`), and again from that
+rung's profile while it cannot answer either (at most `routing.MAX_CLIMBS`; climbs after the first
+within `routing.CLIMB_BUDGET_S`), one recorded decision per climb. Costs use the overheads earlier
+runs in the runs directory measured (`pw.app.overheads`), and every capture records its own.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ def _routing_event(decision: routing.RoutingDecision) -> ev.RoutingDecided:
         reason=decision.reason,
         rejected=[ev.Rejection(adapter=r.adapter, reason=r.reason) for r in decision.rejected],
         needs=list(decision.needs),
+        overheads=dict(decision.overheads),
     )
 
 
@@ -89,8 +93,15 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     runtime = baseline_runtime(state)
     specs = installed_specs()
     events: list[ev.Payload] = []
+    from projections.overhead import timed_wall
+    from pw.app.overheads import factors_for
 
-    discovery = routing.route("discovery", routing.discovery_needs(language), runtime, specs, usable, language)
+    overheads = factors_for(handle.path, runtime)  # measured by earlier runs in this runs directory
+    timed = timed_wall(state.timings, "baseline", contract.metric.kind)
+    exe = profiling.executable_digest(contract, target)
+
+    discovery = routing.route("discovery", routing.discovery_needs(language), runtime, specs, usable, language,
+                              overheads=overheads)
     events.append(_routing_event(discovery))
     if discovery.chosen is None:
         return events + [ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable",
@@ -105,6 +116,7 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     profiled = dbg.target if dbg is not None and dbg.target is not None else target
     progress(f"profile: {discovery.chosen}")
     found = profiling.capture(contract, profiled, discovery.chosen, handle.evidence, handle.path / "scratch")
+    found = profiling.measured(found, timed, exe)
     if dbg is not None:
         found = msgspec.structs.replace(found, captured=msgspec.structs.replace(found.captured, build_note=dbg.note))
     events += [found.captured, found.normalized]
@@ -128,33 +140,46 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     profile_for_lines: Profile = found.profile
     gpu: dict | None = None
 
-    step = routing.escalate(_answered_rung(discovery, found.profile), found.profile, hot.operation)
-    if step.to_rung is None:
-        events.append(ev.RoutingDecided(phase="diagnosis", chosen=None, reason=f"no escalation: {step.reason}",
-                                        rejected=[], needs=list(step.needs)))
-        if step.reason.startswith("launch-bound"):  # the timeline's answer is the finding itself
-            gpu = {"timeline": step.reason}
-    else:
-        diagnosis = routing.route("diagnosis", step.needs, runtime, specs, usable, language, rung=step.to_rung)
+    # Climb while each rung's profile cannot answer: perf -> callgrind -> callgrind-cachesim, each
+    # climb its own recorded decision; every climb after the first must fit the climb budget.
+    at, at_profile, spent = _answered_rung(discovery, found.profile), found.profile, 0.0
+    for climb in range(routing.MAX_CLIMBS):
+        step = routing.escalate(at, at_profile, hot.operation)
+        if step.to_rung is None:
+            if climb == 0:
+                events.append(ev.RoutingDecided(phase="diagnosis", chosen=None, reason=f"no escalation: {step.reason}",
+                                                rejected=[], needs=list(step.needs)))
+            if step.reason.startswith("launch-bound"):  # the timeline's answer is the finding itself
+                gpu = {"timeline": step.reason}
+            break
+        budget = None if climb == 0 else routing.CLIMB_BUDGET_S - spent
+        diagnosis = routing.route("diagnosis", step.needs, runtime, specs, usable, language, rung=step.to_rung,
+                                  overheads=overheads, budget_s=budget)
         decided = _routing_event(diagnosis)
         events.append(msgspec.structs.replace(decided, reason=f"{step.reason} -> {diagnosis.reason}"))
-        if diagnosis.chosen is not None:
-            progress(f"diagnose: {diagnosis.chosen}")
-            hot_op = found.profile.operation(hot.operation)
-            focus = (hot.name, int(hot_op.self_metrics.get("kernel_launches", 0))) if hot_op is not None else None
-            deep = profiling.capture(contract, profiled, diagnosis.chosen, handle.evidence, handle.path / "scratch",
-                                     focus=focus)
-            if dbg is not None:
-                deep = msgspec.structs.replace(
-                    deep, captured=msgspec.structs.replace(deep.captured, build_note=dbg.note))
-            events += [deep.captured, deep.normalized]
-            # callgrind charges inlined code to the caller (kernel_gemm's loop as main's lines):
-            # move those line costs to the function whose definition holds them.
-            deep_profile = hs.reattribute_inlined(deep.profile, _definitions(target.src_dir, deep.profile))
-            if deep_profile.operation(hot.operation) is not None:
-                profile_for_lines = deep_profile
-            if diagnosis.chosen == "ncu":
-                gpu = ncu_view(handle, deep.captured, hot.share)
+        if diagnosis.chosen is None:
+            break
+        if climb:
+            spent += diagnosis.estimated_cost_s or 0.0
+        progress(f"diagnose: {diagnosis.chosen}")
+        hot_op = found.profile.operation(hot.operation)
+        focus = (hot.name, int(hot_op.self_metrics.get("kernel_launches", 0))) if hot_op is not None else None
+        deep = profiling.capture(contract, profiled, diagnosis.chosen, handle.evidence, handle.path / "scratch",
+                                 focus=focus)
+        deep = profiling.measured(deep, timed, exe)
+        if dbg is not None:
+            deep = msgspec.structs.replace(
+                deep, captured=msgspec.structs.replace(deep.captured, build_note=dbg.note))
+        events += [deep.captured, deep.normalized]
+        if diagnosis.chosen == "ncu":
+            gpu = ncu_view(handle, deep.captured, hot.share)
+        # callgrind charges inlined code to the caller (kernel_gemm's loop as main's lines):
+        # move those line costs to the function whose definition holds them.
+        deep_profile = hs.reattribute_inlined(deep.profile, _definitions(target.src_dir, deep.profile))
+        if deep_profile.operation(hot.operation) is None:
+            break
+        profile_for_lines = deep_profile
+        at, at_profile = _answered_rung(diagnosis, deep_profile), deep_profile
     rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen, gpu,
                             build=dbg)
     located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)

@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="speedscope: the normalized profile as a flame-graph file")
 
     p = _verb(sub, "doctor", "which profilers are usable on this machine, and why not", run=False)
+    p.add_argument("--runs-dir", default="runs", metavar="DIR",
+                   help="whose runs' captures give the measured overheads (default runs/)")
 
     p = _verb(sub, "tokens", "measured o200k token cost of every skill, reference and brief", run=False)
     p.add_argument("--run", metavar="RUN", help="also count a run's emitted brief and view")

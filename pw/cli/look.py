@@ -46,7 +46,9 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
     if section in ("lines", "mechanisms", "facts"):
         return _bounded(view.get(section, []), group)
     if section == "routing":
-        return _bounded([to_builtins(r) for _, r in sorted(state.routing.items())], group)
+        # discovery, then every diagnosis climb in order (one decision per rung climbed)
+        decided = [r for phase, r in sorted(state.routing.items()) if phase != "diagnosis"] + list(state.climbs)
+        return _bounded([to_builtins(r) for r in decided], group)
     if section == "timing":
         return _bounded([to_builtins(t) for t in state.timings if t.purpose == "baseline-variance"], group)
     if section == "slices":

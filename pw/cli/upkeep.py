@@ -196,14 +196,25 @@ def _where_pw_runs() -> dict[str, str]:
 
 
 def doctor(args) -> int:
-    from adapters.registry import installed_adapters
+    from pathlib import Path
 
+    from adapters.registry import installed_adapters
+    from pw.app.overheads import observed_in
+
+    # The registry's declared overhead, and the one the runs' captures measured (a projection of
+    # their ProfileCaptured events): routing uses the measured one once it exists.
+    observed = observed_in(Path(getattr(args, "runs_dir", None) or "runs"))
     rows = []
     for adapter in installed_adapters():
         u = adapter.probe()
+        seen = observed.get(adapter.spec.name)
         rows.append({"adapter": adapter.spec.name, "usable": u.usable, "mode": u.mode, "version": u.version,
                      "reason": u.reason, "granularity": adapter.spec.granularity,
-                     "can_reprofile": adapter.spec.can_reprofile})
+                     "can_reprofile": adapter.spec.can_reprofile,
+                     "overhead": {"declared": adapter.spec.overhead_factor,
+                                  "measured": seen.factor if seen else None,
+                                  "captures": seen.captures if seen else 0,
+                                  "timed_wall_s": [seen.points[0][0], seen.points[-1][0]] if seen else None}})
     from pw.workload import containment
 
     found = containment.probe()
@@ -224,6 +235,17 @@ def doctor(args) -> int:
     for r in rows:
         table.add_row(r["adapter"], "yes" if r["usable"] else "NO", r["mode"] or "-", r["version"] or "-", r["reason"])
     console().print(table)
+    console().print(f"overhead (profiled wall / timed wall) declared by the registry, measured by the runs in "
+                    f"{getattr(args, 'runs_dir', None) or 'runs'}/; routing uses the measured one for programs "
+                    "within 2x of the lengths it was measured on, the declared one otherwise:")
+    for r in rows:
+        o = r["overhead"]
+        measured = "not measured yet"
+        if o["measured"] is not None:
+            lo, hi = o["timed_wall_s"]
+            measured = (f"measured x{o['measured']:g} (median of {o['captures']} capture(s) of "
+                        f"{lo:.3g}-{hi:.3g} s programs)")
+        console().print(f"  {r['adapter']}: declared x{o['declared']:g}, {measured}", soft_wrap=True)
     if sandbox["usable"]:
         console().print(f"sandbox: {sandbox['description']}")
     else:

@@ -28,6 +28,7 @@ FILE_TYPES: list[tuple[str, str]] = [
     ("cost.json", "projections.documents:CostDoc"),
     ("profile.json", "ledger.profile:Profile"),
     ("profile.baseline.json", "ledger.profile:Profile"),
+    ("profile.diagnosis.json", "ledger.profile:Profile"),
     ("profile-diff.json", "projections.profile_diff:ProfileDiff"),
     ("report.json", "projections.report:ReportDoc"),
 ]

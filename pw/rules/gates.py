@@ -144,6 +144,21 @@ class CounterFacts(_Plain):
     mechanism: str = ""
 
 
+class DiagnosisFacts(_Plain):
+    """The diagnosis adapter's reprofile (callgrind's exact instructions when routing climbed to it),
+    reference vs candidate: shown beside the gates, read by no gate rule (the mechanism gate judges
+    the discovery adapter's diff)."""
+
+    adapter: str
+    metric: str
+    hotspot: str
+    hotspot_before: float  # inclusive, in ``metric``
+    hotspot_after: float
+    total_before: float
+    total_after: float
+    reused: bool = False  # the candidate's capture reused an identical executable's evidence
+
+
 class Claim(_Plain):
     """A causal claim made in the report, by the metric it cites; ``simulated`` = labelled as simulated."""
 
@@ -196,6 +211,7 @@ class GateInputs(_Plain):
     adapter: AdapterFacts | None = None
     claims: list[Claim] = []  # causal claims besides the mechanism metric itself
     counter: CounterFacts | None = None  # GPU hotspots: the counter the mechanism names
+    diagnosis: DiagnosisFacts | None = None  # the diagnosis adapter's before/after (no gate reads it)
     # no collateral
     wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
     peak_rss_kb_baseline: list[float] = []

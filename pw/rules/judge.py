@@ -66,6 +66,9 @@ class Selection(msgspec.Struct, frozen=True):
     prepared: Found = None  # CandidatePrepared: the mechanism the agent named
     baseline_counters: Found = None  # ncu ProfileNormalized of the baseline (GPU hotspots)
     candidate_counters: Found = None  # ncu ProfileNormalized of this attempt
+    reference_diagnosis: Found = None  # the diagnosis adapter's profile of the reference (callgrind)
+    candidate_diagnosis: Found = None  # ... and of this attempt
+    candidate_diagnosis_capture: Found = None
 
 
 def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
@@ -81,8 +84,16 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
 
     # The candidate's reprofile with the discovery adapter; an Nsight Compute capture of the hotspot
     # kernel (recorded after it) is counter evidence for the mechanism, not the profile to diff.
+    # A second CPU reprofile (the adapter the diagnosis climbed to) is shown, not diffed by the gates.
+    discovery = _latest(items, lambda d: isinstance(d, ev.RoutingDecided) and d.phase == "discovery")
+    first = discovery[1].chosen if discovery else None
     cand_prof = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
-                        and d.adapter != "ncu")
+                        and d.adapter != "ncu" and d.adapter == first) or \
+        _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid and d.adapter != "ncu")
+    cand_diag = None
+    if cand_prof is not None:
+        cand_diag = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
+                            and d.adapter not in ("ncu", cand_prof[1].adapter))
     timing = _latest(attempt, lambda d: isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid)
     if timing is not None:  # every part of an adaptive campaign, as one
         timing = (timing[0], stopping.merged_timing(items, *timing))
@@ -106,6 +117,9 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         prepared=baseline(ev.CandidatePrepared, id=cid),
         baseline_counters=baseline(ev.ProfileNormalized, target="baseline", adapter="ncu"),
         candidate_counters=mine(ev.ProfileNormalized, target=cid, adapter="ncu"),
+        reference_diagnosis=baseline(ev.ProfileNormalized, target=ref, adapter=cand_diag[1].adapter) if cand_diag else None,
+        candidate_diagnosis=cand_diag,
+        candidate_diagnosis_capture=mine(ev.ProfileCaptured, target=cid, adapter=cand_diag[1].adapter) if cand_diag else None,
     )
 
 
@@ -115,7 +129,32 @@ def profiles_needed(envelopes: list[ev.Envelope], cid: str) -> list[str]:
     if s.candidate_profile is None or s.baseline_profile is None or s.hotspot is None:
         return []
     counters = [f[1].profile_sha256 for f in (s.baseline_counters, s.candidate_counters) if f is not None]
-    return [s.baseline_profile[1].profile_sha256, s.candidate_profile[1].profile_sha256, *counters]
+    diagnosis = [f[1].profile_sha256 for f in (s.reference_diagnosis, s.candidate_diagnosis)
+                 if f is not None and s.reference_diagnosis is not None]
+    return [s.baseline_profile[1].profile_sha256, s.candidate_profile[1].profile_sha256, *counters, *diagnosis]
+
+
+def _diagnosis_facts(s: Selection, profiles: Mapping[str, bytes]) -> g.DiagnosisFacts | None:
+    """The diagnosis adapter's hotspot and total, reference vs candidate (None without both profiles)."""
+    if s.reference_diagnosis is None or s.candidate_diagnosis is None or s.hotspot is None:
+        return None
+    before = decode_profile(profiles[s.reference_diagnosis[1].profile_sha256])
+    after = decode_profile(profiles[s.candidate_diagnosis[1].profile_sha256])
+    metric = before.primary_metric
+    if metric not in after.metrics:
+        return None
+    op = s.hotspot[1].operation
+
+    def inclusive(p) -> float:
+        o = p.operation(op)
+        return float(o.inclusive_metrics.get(metric, o.self_metrics.get(metric, 0.0))) if o is not None else 0.0
+
+    capture = s.candidate_diagnosis_capture[1] if s.candidate_diagnosis_capture else None
+    return g.DiagnosisFacts(adapter=s.candidate_diagnosis[1].adapter, metric=metric, hotspot=op,
+                            hotspot_before=inclusive(before), hotspot_after=inclusive(after),
+                            total_before=float(before.totals.get(metric, 0.0)),
+                            total_after=float(after.totals.get(metric, 0.0)),
+                            reused=bool(capture is not None and capture.reused_from))
 
 
 def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, timeline_after) -> g.CounterFacts | None:
@@ -303,6 +342,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         profile_diff=profile_diff,
         adapter=adapter,
         counter=counter,
+        diagnosis=_diagnosis_facts(s, profiles),
         wall_analysis=wall,
         peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],

@@ -9,7 +9,14 @@ separate calls and give separate decisions.
 ``escalate`` climbs the ``LADDER`` one rung, and only when the current rung's profile cannot answer
 (e.g. sampling put too few samples on each line of the hot function to rank its lines). A GPU rung is
 reached only on evidence in the profile (the CPU hotspot is CUDA runtime/driver code), never merely
-because the program uses CUDA.
+because the program uses CUDA. The caller climbs again from each new rung's profile while that rung
+cannot answer either (perf -> callgrind -> callgrind-cachesim), at most ``MAX_CLIMBS`` rungs; every
+climb after the first must fit ``CLIMB_BUDGET_S`` of estimated cost (``route(budget_s=...)``).
+
+Costs use an adapter's *measured* overhead (profiled wall / uninstrumented timed wall, recorded on
+each capture and folded by ``projections.overhead``, which keeps only captures of programs within 2x
+of this one's length) once one exists, else its declared ``overhead_factor``; the decision records
+which measured factors it used.
 
 GPU programs: discovery is the timeline (``discovery_needs("cuda")``: kernels and device time, which
 the CUPTI and Nsight Systems adapters serve). Kernel counters (Nsight Compute, rung
@@ -56,6 +63,9 @@ RUNGS: dict[str, Rung] = {r.name: r for r in LADDER}
 # Escalation thresholds (defaults; callers may pass their own).
 MAX_SPAN_LINES = 40        # a hot function wider than this needs line-level attribution
 MIN_SAMPLES_PER_LINE = 25  # fewer samples per line of the observed span: line shares are noise (±20%)
+MAX_CLIMBS = 3             # rungs one diagnosis may climb above discovery
+CLIMB_BUDGET_S = 30.0      # estimated seconds every climb after the first may add, all together
+REPROFILE_BUDGET_S = 30.0  # estimated seconds a candidate's diagnosis-adapter reprofile may take
 
 _GPU_MODULE = re.compile(r"^lib(cuda|cudart|nvidia|nvrtc|cublas|cudnn|nccl)", re.IGNORECASE)
 _GPU_NAME = re.compile(r"^(cuda|cu)[A-Z]\w*|^cudaDeviceSynchronize$")
@@ -81,6 +91,7 @@ class RoutingDecision(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
     estimated_cost_s: float | None = None
     rejected: list[Rejected] = []
+    overheads: dict[str, float] = {}  # measured overhead factors the costs used (declared otherwise)
 
 
 class Escalation(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,11 +130,32 @@ def _insight_gaps(spec: AdapterSpec, needs: list[str]) -> list[str]:
     return gaps
 
 
+def overhead_of(spec: AdapterSpec, overheads: Mapping[str, float] | None = None) -> float:
+    """The overhead factor routing uses: the measured one once it exists, else the declared default."""
+    measured = (overheads or {}).get(spec.name)
+    return measured if measured is not None and measured > 0 else spec.overhead_factor
+
+
+def estimated_cost(spec: AdapterSpec, runtime_s: float, overheads: Mapping[str, float] | None = None,
+                   build_s: float = 0.0) -> float:
+    """``spec.cost_s``, or with a measured factor ``measured * runtime_s``: the measured ratio is the
+    whole profiled wall over the timed wall, so it already holds the tool's set-up and post-processing
+    (on a 17 ms program perf measured x16.7, on a 133 ms one x2.2) and no declared ``setup_s`` is added."""
+    rebuild = build_s if spec.needs_rebuild else 0.0
+    measured = (overheads or {}).get(spec.name)
+    if measured is not None and measured > 0:
+        return round(measured * runtime_s + rebuild, 3)
+    return round(spec.overhead_factor * runtime_s + spec.setup_s + rebuild, 3)
+
+
 def route(phase: str, needs: Iterable[str], runtime_s: float, specs: Iterable[AdapterSpec],
           usability: Mapping[str, Usability], language: str, *, build_s: float = 0.0,
-          rung: str | None = None) -> RoutingDecision:
+          rung: str | None = None, overheads: Mapping[str, float] | None = None,
+          budget_s: float | None = None) -> RoutingDecision:
     """Choose the cheapest adapter that is usable here, applies to ``language``, serves ``phase``
-    and provides every item of ``needs`` (granularities and metric ids)."""
+    and provides every item of ``needs`` (granularities and metric ids). ``overheads``: measured
+    factors by adapter (they replace the declared ones); ``budget_s``: the most the capture may
+    cost (a cheapest fit above it is refused, with that reason)."""
     if phase not in PHASES:
         raise ValueError(f"unknown phase {phase!r}; expected one of {list(PHASES)}")
     need_list = _check_needs(needs)
@@ -143,17 +175,24 @@ def route(phase: str, needs: Iterable[str], runtime_s: float, specs: Iterable[Ad
         elif gaps := _insight_gaps(spec, need_list):
             rejected.append(Rejected(spec.name, "insight: " + "; ".join(gaps)))
         else:
-            fits.append((round(spec.cost_s(runtime_s, build_s), 3), spec.name))
+            fits.append((estimated_cost(spec, runtime_s, overheads, build_s), spec.name))
+    used = {s: f for s, f in sorted((overheads or {}).items()) if f > 0 and any(n == s for _, n in fits)}
     base = {"phase": phase, "rung": rung_name, "needs": need_list, "language": language,
-            "runtime_s": runtime_s}
+            "runtime_s": runtime_s, "overheads": used}
     if not fits:
         return RoutingDecision(**base, chosen=None, rejected=rejected,
                                reason=f"no usable adapter provides {need_list} for {language} ({phase})")
     fits.sort()
     best_cost, best = fits[0]
+    if budget_s is not None and best_cost > budget_s:
+        rejected += [Rejected(name, f"cost: {cost:.1f} s > budget {budget_s:.1f} s") for cost, name in fits]
+        return RoutingDecision(**base, chosen=None, rejected=rejected,
+                               reason=f"cheapest usable adapter providing {need_list} ({best}) est. "
+                                      f"{best_cost:.1f} s exceeds the climb budget {budget_s:.1f} s")
     rejected += [Rejected(name, f"cost: {cost:.1f} s > {best} {best_cost:.1f} s") for cost, name in fits[1:]]
+    measured = f" (measured overhead x{used[best]:.3g})" if best in used else ""
     reason = (f"cheapest usable adapter providing {need_list}: est. {best_cost:.1f} s "
-              f"for a {runtime_s:g} s run")
+              f"for a {runtime_s:g} s run{measured}")
     return RoutingDecision(**base, chosen=best, reason=reason, estimated_cost_s=best_cost,
                            rejected=rejected)
 
@@ -245,3 +284,21 @@ def _escalate_timeline(decision: RoutingDecision, profile: Profile, op) -> Escal
     return _climb(decision, "kernel-counters", op.id,
                   f"the timeline names kernel {op.name} ({share:.0%} of device activity time); why it is "
                   "slow needs its counters (memory, occupancy, stalls, compute)")
+
+
+def reprofile_adapters(discovery: str | None, diagnosis: str | None, runtime_s: float,
+                       specs: Iterable[AdapterSpec], overheads: Mapping[str, float] | None = None,
+                       budget_s: float = REPROFILE_BUDGET_S) -> tuple[list[str], str]:
+    """Which adapters reprofile a candidate, and why: the discovery adapter always (the gates diff
+    its profile); the adapter that answered the diagnosis too, when its estimated cost fits
+    ``budget_s`` (Nsight Compute has its own filtered path and is not listed here)."""
+    out = [discovery] if discovery else []
+    if not diagnosis or diagnosis == discovery or diagnosis == "ncu":
+        return out, "no separate diagnosis adapter"
+    spec = next((s for s in specs if s.name == diagnosis), None)
+    if spec is None:
+        return out, f"diagnosis adapter {diagnosis} is not installed"
+    cost = estimated_cost(spec, runtime_s, overheads)
+    if cost > budget_s:
+        return out, f"{diagnosis} est. {cost:.1f} s > reprofile budget {budget_s:.1f} s"
+    return out + [diagnosis], f"{diagnosis} est. {cost:.1f} s within the reprofile budget {budget_s:.1f} s"

@@ -120,3 +120,48 @@ def renormalize(evidence: EvidenceStore, captured: ev.ProfileCaptured, build_dir
     adapter = adapter_by_name(captured.adapter)
     artifacts = {role: evidence.get(sha) for role, sha in captured.artifacts.items()}
     return encode_profile(adapter.normalize(artifacts, captured.source_root or build_dir, captured.target))
+
+
+def executable_digest(contract: Contract, target: Target) -> str | None:
+    """sha256 of the program's executable file alone (``argv[0]`` inside the build tree): what must
+    be byte-identical for a profile to be reused. None when ``argv[0]`` is looked up on PATH (an
+    interpreter: its script imports other files, so no single file stands for the program)."""
+    import hashlib
+
+    exe = contract.run.argv[0] if contract.run.argv else ""
+    if "/" not in exe:
+        return None
+    root = target.build_dir.resolve()
+    path = (target.build_dir / contract.run.cwd / exe).resolve()
+    if not path.is_file() or not path.is_relative_to(root):
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def measured(result: ProfileResult, timed_wall_s: float | None, executable_sha256: str | None) -> ProfileResult:
+    """The capture with its observed overhead (profiled wall / uninstrumented timed wall) and the
+    timed build's executable hash recorded on it."""
+    wall = result.captured.wall_s
+    overhead = round(wall / timed_wall_s, 3) if timed_wall_s and timed_wall_s > 0 and wall > 0 else None
+    captured = msgspec.structs.replace(result.captured, timed_wall_s=timed_wall_s, overhead=overhead,
+                                       executable_sha256=executable_sha256)
+    return msgspec.structs.replace(result, captured=captured)
+
+
+def reuse(contract: Contract, target: Target, source: ev.ProfileCaptured, evidence: EvidenceStore) -> ProfileResult:
+    """A capture of ``target`` that reuses ``source``'s raw evidence (same adapter, byte-identical
+    executable): normalized again under ``target``'s label, recorded with ``reused_from``; no
+    profiler runs."""
+    adapter = adapter_by_name(source.adapter)
+    artifacts = {role: evidence.get(sha) for role, sha in source.artifacts.items()}
+    profile = adapter.normalize(artifacts, source.source_root, target.label)
+    profile_sha = evidence.put(encode_profile(profile))
+    primary = profile.primary_metric
+    captured = msgspec.structs.replace(source, target=target.label, timed_wall_s=None, overhead=None,
+                                       reused_from=source.target)
+    return ProfileResult(
+        captured=captured,
+        normalized=ev.ProfileNormalized(adapter=source.adapter, target=target.label, profile_sha256=profile_sha,
+                                        primary_metric=primary, total=profile.totals.get(primary, 0.0)),
+        profile=profile, stdout=artifacts.get("stdout.txt", b""),
+    )
