@@ -304,6 +304,12 @@ class ProfileCaptured(Payload, frozen=True):
     can_reprofile: bool
     source_root: str = ""  # absolute build tree the raw paths refer to; normalize needs it again
     build_note: str | None = None  # which build was profiled (a second one with -g?) and whether its code is the same
+    # Launched like a timed run (pw's launcher, the timed run's sandbox and environment; perf
+    # outside): the launcher's report on the profiled program, its wall and CPU (user + system)
+    # seconds. None: no report came (a failure of the evidence), or a capture from before.
+    launched: bool = False
+    program_wall_s: float | None = None
+    program_cpu_s: float | None = None
 
 
 class ProfileNormalized(Payload, frozen=True):
