@@ -145,13 +145,7 @@ class PySpyAdapter(Adapter):
         stdout = os.path.join(req.out_dir, "stdout.txt")
         stderr = os.path.join(req.out_dir, "stderr.txt")
         cmd = [*self._record(exe, out), "--", *req.argv]
-        if req.launch:
-            # py-spy follows one process tree from inside the sandbox, under pw's launcher, which
-            # reports how long the profiled run took (the program's parent is py-spy: detectable).
-            r = run_tool(cmd, cwd=req.cwd, env=req.launch_env, timeout_s=req.timeout_s, stdout_path=stdout,
-                         launcher=True, confine=req.tool_confine)
-        else:
-            r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
+        r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
         with open(stderr, "wb") as f:
             f.write(r.stderr)
         if r.returncode != 0 or not os.path.exists(out):
@@ -160,7 +154,7 @@ class PySpyAdapter(Adapter):
         meta = self.write_meta(req.out_dir, tool_version=version, cwd=req.cwd, argv=list(req.argv),
                                options={"rate": self.rate})
         return Capture(adapter=self.spec.name, label=req.label, wall_s=r.wall_s, tool_version=version,
-                       commands=[cmd], program=r.program, artifacts={OUT_ROLE: out, "capture.json": meta,
+                       commands=[cmd], artifacts={OUT_ROLE: out, "capture.json": meta,
                                                   "stdout.txt": stdout, "stderr.txt": stderr})
 
     def normalize(self, artifacts: Mapping[str, bytes], source_root: str, target: str) -> Profile:
