@@ -185,3 +185,45 @@ def test_read_only_search_path_dirs_are_bound_back_after_the_masks():
     assert ro[-1] > max(i for i, a in enumerate(argv) if a == "--tmpfs")
     script = sb.unshare_argv("unshare", lay, ["true"])[-3]
     assert "mount -o remount,bind,ro /tmp/tools" in script and "mount -o remount,bind,rw /tmp/r/build/c" in script
+
+
+# --- a profiled run looks like a timed run from inside (issue 12, red team misattr*.patch) ---------
+
+# What a program could look at to tell a profiled run from a timed one: its parent, every process
+# it can see and their names, its environment, its open descriptors, a tracer.
+_LOOK_AROUND = (
+    'echo "parent $PPID $(cat /proc/$PPID/comm) $(tr "\\0" " " < /proc/$PPID/cmdline | cut -c1-200)"; '
+    'for p in /proc/[0-9]*; do echo "proc ${p#/proc/} $(cat $p/comm 2>/dev/null)"; done; '
+    'env | sort; ls /proc/self/fd | wc -l; grep -E "^(TracerPid|NSpid)" /proc/self/status; '
+    'i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done; echo done'
+)
+
+
+def test_a_profiled_run_looks_like_a_timed_run_from_inside_and_its_profile_is_the_programs(sandbox, area, tmp_path):
+    """perf wraps the sandbox and the launcher from outside: the program's parent is the launcher,
+    as in a timed run, and perf has no /proc entry in the run's PID namespace. The samples of the
+    sandbox and of the launcher are not in the profile."""
+    from adapters.base import CaptureRequest, read_artifacts
+    from adapters.perf import PerfAdapter
+
+    perf = PerfAdapter()
+    if not perf.probe().usable:
+        pytest.skip("perf cannot sample here")
+    tree = area / "runs" / "x" / "build" / "c"
+    conf = Confinement(sandbox=sandbox, layout=sb.Layout(writable=[str(tree)], hidden=[str(area / "runs")],
+                                                         cwd=str(tree)))
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+    timed = run_process(["/bin/sh", "-c", _LOOK_AROUND], cwd=tree, env=env, timeout_s=60, stdout_path=tmp_path / "out",
+                        stderr_path=tmp_path / "err", own_peak_rss=True, confine=conf)
+    assert timed.ok and timed.reported, (tmp_path / "err").read_text()
+    cap = perf.capture(CaptureRequest(argv=["/bin/sh", "-c", _LOOK_AROUND], cwd=str(tree), out_dir=str(tmp_path / "p"),
+                                      launch=True, launch_env=env, confine=conf, timeout_s=120))
+    arts = read_artifacts(cap)
+    seen_timed, seen_profiled = (tmp_path / "out").read_text(), arts["stdout.txt"].decode()
+    assert "parent" in seen_timed and "perf" not in seen_profiled, seen_profiled
+    assert seen_profiled == seen_timed
+    assert cap.program is not None and cap.program.wall_s > 0 and cap.program.returncode == 0
+    profile = perf.normalize(arts, str(tree), "baseline")
+    modules = {o.module for o in profile.operations}
+    assert not any(m.startswith(("python", "libpython", "bwrap", "unshare", "setpriv")) for m in modules), modules
+    assert any(m in ("dash", "sh", "bash") for m in modules), modules  # the program's own samples are kept
