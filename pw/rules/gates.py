@@ -79,9 +79,9 @@ RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 CONCENTRATION_POWER = 0.5
 # Rules 5: a profiled run is one run, a timed median many; the log of (profiled / timed median),
 # candidate against reference, may differ by this many standard deviations of one timed run of
-# each arm (their logs' spreads, combined), and never by less than CONSISTENCY_FLOOR (the
-# profiler's own overhead is not exactly proportional: measured on matmul-c, baseline vs the
-# honest interchange, in the benchmark script benchmarks/profile_consistency.py).
+# each arm (their logs' spreads, combined), and never by less than CONSISTENCY_FLOOR: the
+# profiler's own overhead is not exactly proportional to the run (perf's DWARF unwinding costs per
+# sample, page faults and start-up do not scale), and a five-run spread can come out small by luck.
 CONSISTENCY_SIGMAS = 3.0
 CONSISTENCY_FLOOR = 0.10
 # Rules 5: "explains more than all of the saving" fails beyond 100% plus the hotspot's band, and
