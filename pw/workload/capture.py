@@ -32,12 +32,12 @@ class ProfileResult(msgspec.Struct, frozen=True):
 
 
 def sandbox_prefix(contract: Contract, target: Target, cwd: Path, out_dir: Path, scratch: Path) -> list[str]:
-    """The argv prefix that runs the profiler, and the program under it, in the target's sandbox.
-
-    The profiler is inside (measured: with perf outside wrapping `bwrap ... prog`, bwrap's own set-up
-    took 4 of 48 samples of a 50 ms program; inside, every sample is the program's, and valgrind
-    and py-spy, which follow one process, need to be inside anyway). Its output directory is bound
-    writable too. `env -i` gives the program exactly the environment of a timed run.
+    """The argv prefix that runs a profiler that must be inside (valgrind is the program's process
+    image, py-spy follows one process tree), and the program under it, in the target's sandbox;
+    its output directory is bound writable too. `env -i` gives the program exactly the environment
+    of a timed run. perf does not use it: it wraps the timed run's sandbox and launcher from outside
+    (``CaptureRequest.launch``), so the program's parent is the launcher as in a timed run, and the
+    samples of the sandbox's set-up and of the launcher are left out by its normalize.
     """
     from adapters import sandbox as sb
     from pw.workload import containment
