@@ -394,7 +394,9 @@ def _mechanism(i: GateInputs, rules: int) -> GateResult:
             if rules >= 5:
                 ok, detail = consistency_check(i.profile_consistency, d)
                 if not ok:
-                    failures.append(detail)
+                    # What the profiles would show, and why they cannot be taken as the timed program's.
+                    failures.append(f"{passed_detail}; but {detail}" if passed_detail else detail)
+                    passed_detail = ""
                 elif passed_detail and detail:
                     passed_detail += f"; {detail}"
         else:
