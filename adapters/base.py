@@ -122,8 +122,10 @@ class Capture(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     wall_s: float
     tool_version: str
     commands: list[list[str]]
-    # The launcher's report on the profiled program (``CaptureRequest.launch``); None when it was
-    # not launched, or the report never came.
+    # Whether the adapter ran the program under pw's launcher as asked (``CaptureRequest.launch``;
+    # profilers that must be inside the sandbox do not), and the launcher's report on it (None: not
+    # launched, or the report never came).
+    launched: bool = False
     program: ProgramRun | None = None
 
 

@@ -153,7 +153,7 @@ class PerfAdapter(Adapter):
         meta = self.write_meta(req.out_dir, tool_version=version, cwd=req.cwd, argv=list(req.argv),
                                options=options)
         return Capture(adapter=self.spec.name, label=req.label, wall_s=rec.wall_s + scr.wall_s,
-                       tool_version=version, commands=[record, script], program=rec.program,
+                       tool_version=version, commands=[record, script], launched=req.launch, program=rec.program,
                        artifacts={DATA_ROLE: data, SCRIPT_ROLE: script_out, "capture.json": meta,
                                   "stdout.txt": stdout, "stderr.txt": stderr})
 

@@ -112,7 +112,7 @@ def capture(
             command=cap.commands[0] if cap.commands else [],
             can_reprofile=adapter.spec.can_reprofile,
             source_root=root,
-            launched=req.launch,
+            launched=cap.launched,
             program_wall_s=round(cap.program.wall_s, 6) if cap.program is not None else None,
             program_cpu_s=round(cap.program.user_s + cap.program.sys_s, 6) if cap.program is not None else None,
         ),
