@@ -145,14 +145,26 @@ class PerfAdapter(Adapter):
         if rec.returncode != 0:
             raise CaptureError(_record_failure_reason(rec.stderr, rec.returncode, req.argv))
         script = [exe, "script", "-i", data, "-F", SCRIPT_FIELDS, "--inline", "--full-source-path"]
+        extra_wall = 0.0
         if req.launch:
-            script.append("--show-task-events")
+            # The program's processes first, from the task events alone (no symbols: fast); then
+            # symbols and source lines for their samples only. Resolving the sandbox's and the
+            # launcher's samples too made perf 6.1's addr2line fail now and then on an `//anon` map.
+            tasks = run_tool([exe, "script", "-i", data, "-F", "comm,pid,tid", "--show-task-events"], cwd=req.cwd,
+                             timeout_s=max(60.0, req.timeout_s))
+            if tasks.returncode != 0:
+                raise CaptureError(f"perf script exited {tasks.returncode}: {last_line(tasks.stderr)}")
+            pids = program_pids(tasks.stdout.decode(errors="replace"), LAUNCHER_COMM)
+            if not pids:
+                raise CaptureError("perf's task events do not show pw's launcher starting the program")
+            script += ["--show-task-events", "--pid", ",".join(str(p) for p in sorted(pids))]
+            extra_wall = tasks.wall_s
         scr = run_tool(script, cwd=req.cwd, timeout_s=max(60.0, req.timeout_s), stdout_path=script_out)
         if scr.returncode != 0:
             raise CaptureError(f"perf script exited {scr.returncode}: {last_line(scr.stderr)}")
         meta = self.write_meta(req.out_dir, tool_version=version, cwd=req.cwd, argv=list(req.argv),
                                options=options)
-        return Capture(adapter=self.spec.name, label=req.label, wall_s=rec.wall_s + scr.wall_s,
+        return Capture(adapter=self.spec.name, label=req.label, wall_s=rec.wall_s + scr.wall_s + extra_wall,
                        tool_version=version, commands=[record, script], launched=req.launch, program=rec.program,
                        artifacts={DATA_ROLE: data, SCRIPT_ROLE: script_out, "capture.json": meta,
                                   "stdout.txt": stdout, "stderr.txt": stderr})
