@@ -26,7 +26,7 @@ from typing import Literal
 
 import msgspec
 
-from adapters.process import run_process
+from adapters.process import Confinement, run_process
 from ledger.errors import ToolError
 from ledger.profile import Profile
 
@@ -90,6 +90,27 @@ class CaptureRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     # (adapters.sandbox): the profiler is inside, so its samples are the program's alone, and
     # the program sees what a timed run sees.
     wrap: list[str] = []
+    # Launched like a timed run (``launch``): the program runs under pw's launcher, with exactly
+    # ``launch_env`` (a timed run's environment), in ``confine`` (a timed run's sandbox; None: no
+    # sandbox here). A profiler that can sample from outside (perf) wraps sandbox and launcher, so
+    # the program's parent is the launcher and the profiler is invisible from inside;
+    # ``tool_confine`` is the sandbox for a profiler that must run inside (its output directory
+    # writable). The launcher's report (``Capture.program``) says how long the program ran.
+    launch: bool = False
+    launch_env: dict[str, str] = {}
+    confine: Confinement | None = None
+    tool_confine: Confinement | None = None
+
+
+class ProgramRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """What pw's launcher reported about the profiled program (what it reports for a timed run)."""
+
+    wall_s: float
+    user_s: float
+    sys_s: float
+    returncode: int
+    leftover_processes: list[str] = []
+    scratch_files: list[str] = []
 
 
 class Capture(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -101,6 +122,11 @@ class Capture(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     wall_s: float
     tool_version: str
     commands: list[list[str]]
+    # Whether the adapter ran the program under pw's launcher as asked (``CaptureRequest.launch``;
+    # profilers that must be inside the sandbox do not), and the launcher's report on it (None: not
+    # launched, or the report never came).
+    launched: bool = False
+    program: ProgramRun | None = None
 
 
 class ToolRun(msgspec.Struct, frozen=True):
@@ -110,27 +136,40 @@ class ToolRun(msgspec.Struct, frozen=True):
     wall_s: float
     stdout: bytes
     stderr: bytes
+    program: ProgramRun | None = None  # with ``launcher``: the launcher's report, when it came
 
 
 def run_tool(argv: Sequence[str], *, timeout_s: float, cwd: str | None = None,
              env: Mapping[str, str] | None = None, stdout_path: str | None = None,
-             wrap: Sequence[str] = ()) -> ToolRun:
+             wrap: Sequence[str] = (), launcher: bool = False, confine: Confinement | None = None,
+             outer: Sequence[str] = ()) -> ToolRun:
     """Run a tool via ``adapters.process.run_process``; raise CaptureError on timeout or launch failure.
 
     ``env`` is laid over the current environment. ``stdout`` goes to ``stdout_path`` when given (large
     outputs), else is returned; stderr is returned. Both pass through files, not pipes.
+
+    With ``launcher`` argv runs under pw's launcher (``run_process(own_peak_rss=True)``) with
+    exactly ``env`` (not laid over ours), in ``confine`` when given, inside ``outer`` (a profiler
+    that wraps sandbox and launcher); ``ToolRun.program`` is then the launcher's report.
     """
     with tempfile.TemporaryDirectory(prefix="pw-tool-") as tmp:
         out = Path(stdout_path) if stdout_path else Path(tmp, "stdout")
-        r = run_process([*wrap, *argv], cwd=cwd, env={**os.environ, **(env or {})}, timeout_s=timeout_s,
-                        stdout_path=out, stderr_path=Path(tmp, "stderr"))
+        if launcher:
+            r = run_process(list(argv), cwd=cwd, env=dict(env or {}), timeout_s=timeout_s, stdout_path=out,
+                            stderr_path=Path(tmp, "stderr"), own_peak_rss=True, confine=confine, outer=outer)
+        else:
+            r = run_process([*wrap, *argv], cwd=cwd, env={**os.environ, **(env or {})}, timeout_s=timeout_s,
+                            stdout_path=out, stderr_path=Path(tmp, "stderr"))
         if r.launch_error:
             raise CaptureError(f"cannot start {r.launch_error}")
         if r.timed_out:
             raise CaptureError(f"{posixpath.basename(argv[0])} timed out after {timeout_s:g} s "
                                f"(process group killed): {' '.join(argv)}")
         stdout = b"" if stdout_path else out.read_bytes()
-        return ToolRun(r.returncode, r.wall_s, stdout, Path(r.stderr_path).read_bytes())
+        program = ProgramRun(wall_s=r.wall_s, user_s=r.user_s, sys_s=r.sys_s, returncode=r.returncode,
+                             leftover_processes=list(r.leftover_processes), scratch_files=list(r.scratch_files)) \
+            if launcher and r.reported else None
+        return ToolRun(r.returncode, r.wall_s, stdout, Path(r.stderr_path).read_bytes(), program)
 
 
 def true_argv() -> list[str]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import sys
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Mapping
@@ -63,6 +64,11 @@ SPEC = AdapterSpec(
     setup_s=0.6,
     cost_note="measured: 1.0 s -O2 -g C program -> record 1.5 s + script 0.3 s (perf 6.1, 999 Hz, dwarf)",
 )
+
+# The comm of pw's launcher (adapters/launch.py, run by this interpreter): the program's parent in
+# every run. Under a launched capture perf samples the sandbox and the launcher too; normalize keeps
+# only the processes the launcher started (and theirs).
+LAUNCHER_COMM = os.path.basename(sys.executable)[:15]
 
 # event -> (metric the period converts to, divisor); cpu-clock/task-clock periods are nanoseconds.
 _PERIOD_METRICS = {"cpu-clock": ("cpu_time_s", 1e9), "task-clock": ("cpu_time_s", 1e9),
@@ -117,24 +123,49 @@ class PerfAdapter(Adapter):
         data = os.path.join(req.out_dir, DATA_ROLE)
         script_out = os.path.join(req.out_dir, SCRIPT_ROLE)
         stdout = os.path.join(req.out_dir, "stdout.txt")
-        record = [exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache", "-e", self.event,
-                  "-F", str(self.frequency), "--call-graph", self.call_graph, "-o", data,
-                  "--", *req.argv]
-        rec = run_tool(record, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
+        prefix = [exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache", "-e", self.event,
+                  "-F", str(self.frequency), "--call-graph", self.call_graph, "-o", data, "--"]
+        options = {"event": self.event, "frequency": self.frequency, "call_graph": self.call_graph,
+                   "fields": SCRIPT_FIELDS}
+        if req.launch:
+            # perf outside, around the sandbox and pw's launcher: the program's parent is the
+            # launcher, as in a timed run, and perf has no /proc entry in its PID namespace. The
+            # launcher's and the sandbox's own samples are left out by normalize (task events).
+            record = [*prefix, "<sandbox>", "<launcher>", *req.argv]
+            rec = run_tool(req.argv, cwd=req.cwd, env=req.launch_env, timeout_s=req.timeout_s,
+                           stdout_path=stdout, launcher=True, confine=req.confine, outer=prefix)
+            options["program_under"] = LAUNCHER_COMM
+        else:
+            record = [*prefix, *req.argv]
+            rec = run_tool(record, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout,
+                           wrap=req.wrap)
         stderr = os.path.join(req.out_dir, "stderr.txt")
         with open(stderr, "wb") as f:
             f.write(rec.stderr)
         if rec.returncode != 0:
             raise CaptureError(_record_failure_reason(rec.stderr, rec.returncode, req.argv))
         script = [exe, "script", "-i", data, "-F", SCRIPT_FIELDS, "--inline", "--full-source-path"]
+        extra_wall = 0.0
+        if req.launch:
+            # The program's processes first, from the task events alone (no symbols: fast); then
+            # symbols and source lines for their samples only. Resolving the sandbox's and the
+            # launcher's samples too made perf 6.1's addr2line fail now and then on an `//anon` map.
+            tasks = run_tool([exe, "script", "-i", data, "-F", "comm,pid,tid", "--show-task-events"], cwd=req.cwd,
+                             timeout_s=max(60.0, req.timeout_s))
+            if tasks.returncode != 0:
+                raise CaptureError(f"perf script exited {tasks.returncode}: {last_line(tasks.stderr)}")
+            pids = program_pids(tasks.stdout.decode(errors="replace"), LAUNCHER_COMM)
+            if not pids:
+                raise CaptureError("perf's task events do not show pw's launcher starting the program")
+            script += ["--show-task-events", "--pid", ",".join(str(p) for p in sorted(pids))]
+            extra_wall = tasks.wall_s
         scr = run_tool(script, cwd=req.cwd, timeout_s=max(60.0, req.timeout_s), stdout_path=script_out)
         if scr.returncode != 0:
             raise CaptureError(f"perf script exited {scr.returncode}: {last_line(scr.stderr)}")
         meta = self.write_meta(req.out_dir, tool_version=version, cwd=req.cwd, argv=list(req.argv),
-                               options={"event": self.event, "frequency": self.frequency,
-                                        "call_graph": self.call_graph, "fields": SCRIPT_FIELDS})
-        return Capture(adapter=self.spec.name, label=req.label, wall_s=rec.wall_s + scr.wall_s,
-                       tool_version=version, commands=[record, script],
+                               options=options)
+        return Capture(adapter=self.spec.name, label=req.label, wall_s=rec.wall_s + scr.wall_s + extra_wall,
+                       tool_version=version, commands=[record, script], launched=req.launch, program=rec.program,
                        artifacts={DATA_ROLE: data, SCRIPT_ROLE: script_out, "capture.json": meta,
                                   "stdout.txt": stdout, "stderr.txt": stderr})
 
@@ -143,6 +174,11 @@ class PerfAdapter(Adapter):
         meta = decode_meta(artifacts)
         text = require_artifact(artifacts, SCRIPT_ROLE, self.spec.name).decode(errors="replace")
         samples = parse_perf_script(text)
+        under = meta.options.get("program_under")
+        if isinstance(under, str) and under:
+            pids = program_pids(text, under)
+            # No launcher in the task events: nothing in this profile is known to be the program's.
+            samples = [s for s in samples if s.pid in pids]
         # No cwd: with --full-source-path perf prints absolute paths for every file whose compile
         # directory the debug info records. A relative one ("./csu/../csu/libc-start.c") is a system
         # library's source, built elsewhere; joined onto the run's directory it would pass for the
@@ -182,12 +218,49 @@ class Frame:
 
 
 class Sample:
-    __slots__ = ("event", "frames", "period")
+    __slots__ = ("event", "frames", "period", "pid")
 
-    def __init__(self, event: str, period: int) -> None:
+    def __init__(self, event: str, period: int, pid: int = -1) -> None:
         self.event = event
         self.period = period
+        self.pid = pid
         self.frames: list[Frame] = []  # leaf first
+
+
+_TASK = re.compile(r"^\s*(?P<comm>\S.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+PERF_RECORD_(?P<rest>.*?)\s*$")
+_FORK = re.compile(r"^FORK\((?P<pid>\d+):\d+\):\((?P<ppid>\d+):\d+\)")
+_EXEC = re.compile(r"^COMM exec: (?P<name>.*):(?P<pid>\d+)/\d+$")
+
+
+def program_pids(text: str, launcher_comm: str) -> set[int]:
+    """The pids of the program pw's launcher started and of everything it started in turn, from the
+    task events of ``perf script --show-task-events`` (pure). The launcher is the first process
+    that execs with ``launcher_comm``; the sandbox above it and the launcher itself are not the
+    program. Empty when no launcher is found."""
+    parent: dict[int, int] = {}
+    launcher: int | None = None
+    for raw in text.splitlines():
+        if "PERF_RECORD_" not in raw:
+            continue
+        m = _TASK.match(raw)
+        if not m:
+            continue
+        rest = m["rest"]
+        if (f := _FORK.match(rest)) and f["pid"] != f["ppid"]:
+            parent.setdefault(int(f["pid"]), int(f["ppid"]))
+        elif launcher is None and (e := _EXEC.match(rest)) and e["name"] == launcher_comm:
+            launcher = int(e["pid"])
+    if launcher is None:
+        return set()
+    out: set[int] = set()
+    for pid in parent.keys() - {launcher}:
+        seen, p = set(), pid
+        while p in parent and p not in seen and p != launcher:
+            seen.add(p)
+            p = parent[p]
+        if p == launcher:
+            out.add(pid)
+    return out
 
 
 def parse_perf_script(text: str) -> list[Sample]:
@@ -197,6 +270,9 @@ def parse_perf_script(text: str) -> list[Sample]:
     for raw in text.splitlines():
         if not raw.strip():
             cur = None
+            continue
+        if "PERF_RECORD_" in raw and _TASK.match(raw):
+            cur = None  # a task event (--show-task-events): read by program_pids
             continue
         if raw[0] == "\t":
             m = _FRAME.match(raw)
@@ -211,7 +287,7 @@ def parse_perf_script(text: str) -> list[Sample]:
             continue
         m = _HEADER.match(raw)
         if m:
-            cur = Sample(m["event"], int(m["period"]))
+            cur = Sample(m["event"], int(m["period"]), int(m["pid"]))
             samples.append(cur)
     for s in samples:
         _assign_inline_dsos(s.frames)

@@ -62,6 +62,9 @@ class ProcessResult(msgspec.Struct, frozen=True):
     # behalf. A sampler without privileges sees only the first; these see both.
     user_s: float = 0.0
     sys_s: float = 0.0
+    # Whether the launcher's own report came back (``own_peak_rss``): without it, wall_s and the
+    # rusage times are the whole command's, seen from outside, not the program's.
+    reported: bool = False
 
     @property
     def ok(self) -> bool:
@@ -116,6 +119,7 @@ def run_process(
     stderr_path: Path,
     own_peak_rss: bool = False,
     confine: Confinement | None = None,
+    outer: Sequence[str] = (),
 ) -> ProcessResult:
     """Run argv to completion or timeout; never raises for a failing program, only records it.
 
@@ -126,6 +130,11 @@ def run_process(
     program's own peak (a few MB of launcher floor) rather than at least this process's peak,
     which Linux carries into any child exec'd straight from it; ``wall_s`` is then the
     launcher's fork-to-wait time. Timed and oracle runs use it; builds and tools need not.
+
+    ``outer``: an argv prefix run outside the sandbox and the launcher, around both (a profiler:
+    ``perf record ... --``). The program then has the ancestry of a timed run (its parent is the
+    launcher, in a PID namespace where the profiler has no /proc entry), and the launcher's report
+    still measures the program alone.
 
     With ``confine`` the command (the launcher with it) runs in that sandbox, its working directory
     ``confine.layout.cwd``; HOME and TMPDIR are the sandbox's own. The launcher inside times the
@@ -139,7 +148,7 @@ def run_process(
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         start = time.perf_counter()
         try:
-            proc, report_r = _popen(argv, cwd=cwd, env=env, launcher=own_peak_rss, confine=confine)
+            proc, report_r = _popen(argv, cwd=cwd, env=env, launcher=own_peak_rss, confine=confine, outer=list(outer))
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in argv/env, '=' in an env name
             reason = getattr(exc, "strerror", None) or exc
             err.write(f"cannot launch {argv[0]!r}: {reason}\n".encode())
@@ -180,7 +189,7 @@ def run_process(
     if measured is not None:
         code, wall, rss, launch_error = measured.returncode, measured.wall_s, measured.max_rss_kb, measured.launch_error
         extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files,
-                     user_s=measured.user_s, sys_s=measured.sys_s)
+                     user_s=measured.user_s, sys_s=measured.sys_s, reported=True)
     if launch_error is not None:
         return ProcessResult(argv, None, None, False, launch_error, 0.0, 0, str(stdout_path), str(stderr_path),
                              sandboxed=confine is not None)
@@ -236,7 +245,7 @@ def with_own_tools(layout: sb.Layout) -> sb.Layout:
     return sb.show_readonly(layout, needed)
 
 
-def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | None):
+def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | None, outer: list[str] = ()):
     """Start the command; returns the process and, with the launcher, the read end of its report pipe."""
     env = None if env is None else dict(env)
     common = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # pgid == pid
@@ -244,7 +253,7 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
         cwd = None  # the sandbox changes directory itself (--chdir), to a path only it may see
     if not launcher:
         full = sb.wrap(confine.sandbox, with_own_tools(confine.layout), argv) if confine is not None else argv
-        return subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, **common), None
+        return subprocess.Popen([*outer, *full], cwd=cwd, env=env, stdin=subprocess.DEVNULL, **common), None
     if not argv or any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in (env or {}).items()):
         raise ValueError("argv and environment may not contain NUL bytes (or '=' in a variable name)")
     # The report fd is 10 or above: the unshare fallback's script uses 3-9 for itself.
@@ -253,7 +262,7 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     os.close(w)
     inner = [sys.executable, "-I", "-S", str(_LAUNCHER), str(report_fd)]
     layout = with_own_tools(confine.layout) if confine is not None else None
-    full = sb.wrap(confine.sandbox, layout, inner) if confine is not None else inner
+    full = [*outer, *(sb.wrap(confine.sandbox, layout, inner) if confine is not None else inner)]
     try:
         proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.PIPE, pass_fds=(report_fd,), **common)
     finally:

@@ -64,6 +64,24 @@ SPEC = AdapterSpec(
     cost_note="measured: 1.0 s CPython loop -> ~1.1 s under py-spy 0.4.3 at 200 Hz",
 )
 
+# py-spy prints to the program's stdout: a banner and a blank line before the program's first
+# output, a blank line and its own "py-spy> ..." lines after the last. The profiled run's stdout is
+# compared with the program's oracle-checked output, so they are taken off again.
+_OWN_HEAD = re.compile(rb"\Apy-spy> [^\n]*\n\n")
+_OWN_TAIL = re.compile(rb"\n(?:py-spy> [^\n]*\n)+\Z")
+
+
+def _strip_own_lines(path: str) -> None:
+    """Take py-spy's own banner and closing lines off the program's stdout in ``path``."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return
+    cleaned = _OWN_TAIL.sub(b"", _OWN_HEAD.sub(b"", data, count=1), count=1)
+    if cleaned != data:
+        Path(path).write_bytes(cleaned)
+
+
 _PROBE_SCRIPT = "import time\nt = time.time()\nwhile time.time() - t < 0.3:\n    pass\n"
 
 
@@ -148,6 +166,7 @@ class PySpyAdapter(Adapter):
         r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
         with open(stderr, "wb") as f:
             f.write(r.stderr)
+        _strip_own_lines(stdout)
         if r.returncode != 0 or not os.path.exists(out):
             raise CaptureError(f"py-spy record exited {r.returncode} on {' '.join(req.argv)}: "
                                f"{last_line(r.stderr, 'no error output')}")

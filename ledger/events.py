@@ -319,6 +319,12 @@ class ProfileCaptured(Payload, frozen=True):
     overhead: float | None = None  # wall_s / timed_wall_s; None when reused or never timed
     executable_sha256: str | None = None  # the timed build's executable file alone (native programs)
     reused_from: str | None = None  # the target whose capture this reuses (same executable_sha256)
+    # Launched like a timed run (pw's launcher, the timed run's sandbox and environment; perf
+    # outside): the launcher's report on the profiled program, its wall and CPU (user + system)
+    # seconds. None: no report came (a failure of the evidence), or a capture from before.
+    launched: bool = False
+    program_wall_s: float | None = None
+    program_cpu_s: float | None = None
 
 
 class ProfileNormalized(Payload, frozen=True):

@@ -148,3 +148,59 @@ def test_a_user_only_event_keeps_its_unit():
     prof = PerfAdapter().normalize({"perf-script.txt": user_only.encode()}, "/src", "t")
     assert prof.totals == {"cpu_time_s": pytest.approx(0.004001001), "samples": 3.0}
     assert prof.primary_metric == "cpu_time_s"
+
+
+# A launched capture (perf outside the sandbox and pw's launcher): the task events name the launcher.
+LAUNCHED = """\
+perf-exec     0/0     PERF_RECORD_COMM: perf-exec:100/100
+bwrap  100/100  PERF_RECORD_COMM exec: bwrap:100/100
+bwrap 100/100    1000000 cpu-clock: 
+\t            2000 setup (/usr/bin/bwrap)
+
+bwrap  100/100  PERF_RECORD_FORK(101:101):(100:100)
+bwrap  101/101  PERF_RECORD_FORK(102:102):(101:101)
+python  102/102  PERF_RECORD_COMM exec: python:102/102
+python 102/102    1000000 cpu-clock: 
+\t            3000 _PyEval_EvalFrameDefault (/usr/bin/python3.11)
+
+python  102/102  PERF_RECORD_FORK(103:103):(102:102)
+prog  103/103  PERF_RECORD_COMM exec: prog:103/103
+prog 103/103    1000000 cpu-clock: 
+\t            1130 main (/src/prog)
+  /src/a.c:14
+
+prog  103/103  PERF_RECORD_FORK(104:104):(103:103)
+python  104/104  PERF_RECORD_COMM exec: python:104/104
+python 104/104    1000000 cpu-clock: 
+\t            3000 _PyEval_EvalFrameDefault (/usr/bin/python3.11)
+
+prog  103/105  PERF_RECORD_FORK(103:105):(103:103)
+prog 103/105    1000000 cpu-clock: 
+\t            1140 main (/src/prog)
+  /src/a.c:15
+
+"""
+
+
+def _launched_meta(under: str) -> bytes:
+    import json
+
+    return json.dumps({"adapter": "perf", "options": {"program_under": under}}).encode()
+
+
+def test_a_launched_capture_keeps_the_programs_samples_and_its_childrens_only():
+    from adapters.perf import program_pids
+
+    # The program (103), its thread (105) and its child, even a python one (104); not bwrap (100,
+    # 101), not the launcher (102), which is the first process to exec as `python`.
+    assert program_pids(LAUNCHED, "python") == {103, 104}
+    prof = PerfAdapter().normalize({"perf-script.txt": LAUNCHED.encode(), "capture.json": _launched_meta("python")},
+                                   "/src", "t")
+    assert prof.totals["samples"] == 3.0
+    assert {o.module for o in prof.operations} == {"prog", "python3.11"}
+    assert prof.operation("main@a.c").inclusive_metrics["samples"] == 2
+    # Without the launched marker (a capture from before), every sample counts, as it always did.
+    assert PerfAdapter().normalize({"perf-script.txt": LAUNCHED.encode()}, "/src", "t").totals["samples"] == 5.0
+    # No launcher in the task events: nothing is known to be the program's.
+    assert PerfAdapter().normalize({"perf-script.txt": LAUNCHED.encode(), "capture.json": _launched_meta("pw-launch")},
+                                   "/src", "t").totals.get("samples", 0.0) == 0.0

@@ -20,6 +20,7 @@ from pw.rules.gates import (
     GateInputs,
     HotspotFacts,
     OracleFacts,
+    ProfileConsistency,
     Repro,
     Seqs,
     decode_inputs,
@@ -70,7 +71,21 @@ def good_inputs(**changes) -> GateInputs:
                     tool_versions={"cc": "gcc 13.2", "perf": "6.1"}, source_sha256="s" * 64,
                     run_id="20260101-000000-matmul"),
     )
-    return replace(inputs, **changes)
+    inputs = replace(inputs, **changes)
+    if "profile_consistency" not in changes and inputs.profile_diff is not None:
+        inputs = replace(inputs, profile_consistency=consistent(inputs.profile_diff))
+    return inputs
+
+
+def consistent(d, overhead: float = 1.2, sd: float = 0.01, **changes) -> ProfileConsistency:
+    """Evidence that the profiled runs were the timed programs: each launched, each profiled run
+    ``overhead`` times its timed median, and the timed medians in the ratio of the profiles' totals."""
+    c = ProfileConsistency(baseline_launched=True, candidate_launched=True,
+                           baseline_profiled_wall_s=overhead * d.total_before,
+                           candidate_profiled_wall_s=overhead * d.total_after,
+                           baseline_timed_median_s=d.total_before, baseline_timed_log_sd=sd, baseline_timed_runs=8,
+                           candidate_timed_median_s=d.total_after, candidate_timed_log_sd=sd, candidate_timed_runs=8)
+    return replace(c, **changes)
 
 
 def gates_of(inputs: GateInputs) -> dict:
@@ -339,13 +354,13 @@ def _uniform(cand, speedup: float = 1.3, **kw) -> GateInputs:
     return good_inputs(analysis=analysis(speedup), profile_diff=diff_profiles(LOCATED, cand, hotspot=HOT), **kw)
 
 
-def test_rules_four_is_recorded_and_every_older_version_stays_callable():
-    assert GATE_RULES == 4 and RULE_VERSIONS == (1, 2, 3, 4)
+def test_rules_five_is_recorded_and_every_older_version_stays_callable():
+    assert GATE_RULES == 5 and RULE_VERSIONS == (1, 2, 3, 4, 5)
     inputs = decode_inputs(msgspec.json.decode(RECORDED.joinpath("non-hotspot-slow-baseline-profile.inputs.json")
                                                .read_bytes()))
     mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in RULE_VERSIONS}
     assert mech[1].passed  # how that run was verified: absolute times of one slow baseline profile
-    assert not mech[2].passed and not mech[3].passed and not mech[4].passed
+    assert not mech[2].passed and not mech[3].passed and not mech[4].passed and not mech[5].passed
     with pytest.raises(ValueError, match="gate rules v9"):
         evaluate_gates(inputs, rules=9)
 
@@ -416,3 +431,58 @@ def test_the_honest_rewrite_still_passes_under_rules_three_with_the_rest_unchang
     cand = profile([LOCATED.operations[0], _at(op(HOT, 4.0), 10, 18), LOCATED.operations[2], LOCATED.operations[3]])
     inputs = good_inputs(profile_diff=diff_profiles(LOCATED, cand, hotspot=HOT))
     assert all(x.passed for x in evaluate_gates(inputs)), [x.detail for x in evaluate_gates(inputs) if not x.passed]
+
+
+# --- rules 5: the profiles are of the timed programs (issue 12, red team misattr*.patch) ----------
+
+def test_a_profiled_run_that_took_the_baselines_time_while_the_timed_runs_were_faster_fails_mechanism():
+    """misattr.patch's shape: timed 1.67x faster, but the profiled run (it could tell) took as long,
+    relative to its own timed median, as the baseline's did at 1.67x its size: 67% off."""
+    d = diff_profiles(BASE, GOOD, hotspot=HOT)
+    inputs = good_inputs(profile_consistency=consistent(d, candidate_profiled_wall_s=1.2 * d.total_before))
+    mech = gates_of(inputs)["mechanism"]
+    assert not mech.passed and "not of the program that was timed" in mech.detail, mech.detail
+    assert "profiled run" in mech.detail and "+67%" in mech.detail, mech.detail
+    assert {g.name: g for g in evaluate_gates(inputs, rules=4)}["mechanism"].passed  # what v4 said
+
+
+def test_a_profile_whose_total_disagrees_with_the_timed_runs_fails_mechanism_even_with_a_consistent_wall():
+    d = diff_profiles(BASE, GOOD, hotspot=HOT)
+    # The profile says 6 s of CPU; the timed runs say the candidate takes 4 s where the baseline takes 10.
+    inputs = good_inputs(profile_consistency=consistent(d, candidate_timed_median_s=4.0, candidate_profiled_wall_s=4.8))
+    mech = gates_of(inputs)["mechanism"]
+    assert not mech.passed and "profile's cpu_time_s" in mech.detail and "+50%" in mech.detail, mech.detail
+
+
+def test_agreement_within_the_band_from_the_timed_spread_passes_and_says_so():
+    d = diff_profiles(BASE, GOOD, hotspot=HOT)
+    # 8% off, timing spread 1% per arm: 3 * hypot(0.01, 0.01) = 4%, so the 10% floor is the band.
+    inputs = good_inputs(profile_consistency=consistent(d, candidate_profiled_wall_s=1.2 * 6.0 * 1.08))
+    mech = gates_of(inputs)["mechanism"]
+    assert mech.passed and "profiled runs agree with the timed runs" in mech.detail and "+8%" in mech.detail, mech.detail
+    # With 5% per arm the band is 3 * hypot(0.05, 0.05) = 21% in logs: an 18% gap passes, 25% fails.
+    loose = consistent(d, sd=0.05, candidate_profiled_wall_s=1.2 * 6.0 * 1.18)
+    assert gates_of(good_inputs(profile_consistency=loose))["mechanism"].passed
+    looser = consistent(d, sd=0.05, candidate_profiled_wall_s=1.2 * 6.0 * 1.25)
+    assert not gates_of(good_inputs(profile_consistency=looser))["mechanism"].passed
+
+
+def test_a_missing_launcher_report_or_missing_evidence_is_a_failure_not_a_pass():
+    d = diff_profiles(BASE, GOOD, hotspot=HOT)
+    mech = gates_of(good_inputs(profile_consistency=consistent(d, candidate_profiled_wall_s=None)))["mechanism"]
+    assert not mech.passed and "launcher's report on the candidate's profiled run never came" in mech.detail, mech.detail
+    mech = gates_of(good_inputs(profile_consistency=None))["mechanism"]
+    assert not mech.passed and "no evidence that the profiled runs are the timed programs" in mech.detail, mech.detail
+    mech = gates_of(good_inputs(profile_consistency=consistent(d, candidate_timed_median_s=None)))["mechanism"]
+    assert not mech.passed and "no candidate timed runs" in mech.detail, mech.detail
+
+
+def test_a_profiler_inside_the_sandbox_is_checked_by_the_profiles_total_alone():
+    """py-spy is the program's parent: no launcher reports on the program alone, the total is compared."""
+    d = diff_profiles(BASE, GOOD, hotspot=HOT)
+    c = consistent(d, baseline_launched=False, candidate_launched=False, baseline_profiled_wall_s=None,
+                   candidate_profiled_wall_s=None)
+    mech = gates_of(good_inputs(profile_consistency=c))["mechanism"]
+    assert mech.passed and "profiled run " not in mech.detail and "profile's cpu_time_s" in mech.detail, mech.detail
+    bad = replace(c, candidate_timed_median_s=4.0)
+    assert not gates_of(good_inputs(profile_consistency=bad))["mechanism"].passed

@@ -185,3 +185,89 @@ def test_read_only_search_path_dirs_are_bound_back_after_the_masks():
     assert ro[-1] > max(i for i, a in enumerate(argv) if a == "--tmpfs")
     script = sb.unshare_argv("unshare", lay, ["true"])[-3]
     assert "mount -o remount,bind,ro /tmp/tools" in script and "mount -o remount,bind,rw /tmp/r/build/c" in script
+
+
+# --- a profiled run looks like a timed run from inside (issue 12, red team misattr*.patch) ---------
+
+# What a program could look at to tell a profiled run from a timed one: its parent, every process
+# it can see and their names, its environment, its open descriptors, a tracer. (C built with -g:
+# perf 6.1's `perf script` dies on the garbage `//anon` frames DWARF unwinding makes of a stripped
+# /bin/sh now and then.)
+_LOOK_AROUND = r"""
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+extern char **environ;
+static void cat(const char *path, const char *only)
+{
+    char line[4096];
+    FILE *f = fopen(path, "r");
+    if (!f) { puts("-"); return; }
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = 0;
+    for (size_t i = 0; i < n; i++) if (line[i] == 0) line[i] = ' ';
+    if (!only) { puts(line); return; }
+    for (char *l = strtok(line, "\n"); l; l = strtok(NULL, "\n")) if (strncmp(l, only, strlen(only)) == 0) puts(l);
+}
+int main(void)
+{
+    char p[300];
+    printf("parent %d\n", (int)getppid());
+    snprintf(p, sizeof p, "/proc/%d/comm", (int)getppid()); cat(p, NULL);
+    snprintf(p, sizeof p, "/proc/%d/cmdline", (int)getppid()); cat(p, NULL);
+    DIR *d = opendir("/proc");
+    for (struct dirent *e; (e = readdir(d));)
+        if (isdigit((unsigned char)e->d_name[0])) { snprintf(p, sizeof p, "/proc/%s/comm", e->d_name); printf("proc %s ", e->d_name); cat(p, NULL); }
+    closedir(d);
+    for (char **v = environ; *v; v++) puts(*v);
+    int fds = 0;
+    d = opendir("/proc/self/fd");
+    for (struct dirent *e; (e = readdir(d));) fds++;
+    closedir(d);
+    printf("fds %d\n", fds);
+    cat("/proc/self/status", "TracerPid");
+    cat("/proc/self/status", "NSpid");
+    volatile double s = 0;
+    for (long i = 0; i < 60000000; i++) s += (double)(i % 7);
+    puts("done");
+    return 0;
+}
+"""
+
+
+def test_a_profiled_run_looks_like_a_timed_run_from_inside_and_its_profile_is_the_programs(sandbox, area, tmp_path):
+    """perf wraps the sandbox and the launcher from outside: the program's parent is the launcher,
+    as in a timed run, and perf has no /proc entry in the run's PID namespace. The samples of the
+    sandbox and of the launcher are not in the profile."""
+    from adapters.base import CaptureRequest, read_artifacts
+    from adapters.perf import PerfAdapter
+
+    perf = PerfAdapter()
+    if not perf.probe().usable or not shutil.which("cc"):
+        pytest.skip("perf cannot sample here, or no C compiler")
+    import subprocess
+
+    tree = area / "runs" / "x" / "build" / "c"
+    (tree / "look.c").write_text(_LOOK_AROUND)
+    subprocess.run(["cc", "-g", "-O1", "-o", str(tree / "look"), str(tree / "look.c")], check=True)
+    conf = Confinement(sandbox=sandbox, layout=sb.Layout(writable=[str(tree)], hidden=[str(area / "runs")],
+                                                         cwd=str(tree)))
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+    timed = run_process(["./look"], cwd=tree, env=env, timeout_s=60, stdout_path=tmp_path / "out",
+                        stderr_path=tmp_path / "err", own_peak_rss=True, confine=conf)
+    assert timed.ok and timed.reported, (tmp_path / "err").read_text()
+    cap = perf.capture(CaptureRequest(argv=["./look"], cwd=str(tree), out_dir=str(tmp_path / "p"),
+                                      launch=True, launch_env=env, confine=conf, timeout_s=120))
+    arts = read_artifacts(cap)
+    seen_timed, seen_profiled = (tmp_path / "out").read_text(), arts["stdout.txt"].decode()
+    assert "parent" in seen_timed and "perf" not in seen_profiled, seen_profiled
+    assert seen_profiled == seen_timed
+    assert cap.program is not None and cap.program.wall_s > 0 and cap.program.returncode == 0
+    profile = perf.normalize(arts, str(tree), "baseline")
+    modules = {o.module for o in profile.operations}
+    assert not any(m.startswith(("python", "libpython", "bwrap", "unshare", "setpriv")) for m in modules), modules
+    assert "main@look.c" in {o.id for o in profile.operations}, modules  # the program's own samples, with lines
+    assert profile.operation("main@look.c").line_start is not None

@@ -64,13 +64,29 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      inputs, rules=N)``), so an audit recomputes a run under the rules it was judged by.
 #   4: a GPU hotspot (metric gpu_time_ns) also needs the counter its mechanism names to move the
 #      right way (``CounterFacts``, Nsight Compute on parent and candidate); CPU verdicts unchanged.
-GATE_RULES = 4
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
+#   5: the profiles must be of the timed programs (``ProfileConsistency``): each profiled run,
+#      as pw's launcher reported it, and each profile's total must stand to the same target's
+#      timed median as the reference's do to its own, within a band from the timed runs' spread;
+#      a sampled time profile without that evidence (no launcher report, no timed runs) cannot
+#      show a mechanism. "Explains more than 100%" is capped at 100% + EXPLAINED_EXCESS_MAX
+#      whatever the band (a wide band at a small speedup let "explains 180%" pass).
+GATE_RULES = 5
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
 # the rest unchanged (factor 1, within noise).
 CONCENTRATION_POWER = 0.5
+# Rules 5: a profiled run is one run, a timed median many; the log of (profiled / timed median),
+# candidate against reference, may differ by this many standard deviations of one timed run of
+# each arm (their logs' spreads, combined), and never by less than CONSISTENCY_FLOOR: the
+# profiler's own overhead is not exactly proportional to the run (perf's DWARF unwinding costs per
+# sample, page faults and start-up do not scale), and a five-run spread can come out small by luck.
+CONSISTENCY_SIGMAS = 3.0
+CONSISTENCY_FLOOR = 0.10
+# Rules 5: "explains more than all of the saving" fails beyond 100% plus the hotspot's band, and
+# beyond 100% plus this, however wide that band.
+EXPLAINED_EXCESS_MAX = 0.5
 
 
 
@@ -157,6 +173,26 @@ class DiagnosisFacts(_Plain):
     total_before: float
     total_after: float
     reused: bool = False  # the candidate's capture reused an identical executable's evidence
+class ProfileConsistency(_Plain):
+    """Whether the profiled runs were the timed programs (gate rules 5). A program that can tell
+    a profiled run from a timed one can shape its profile (keep a saving out of it, or put cost
+    where the gate wants a shrink); whatever it does, the profiled run must take as long, relative
+    to its own timed runs, as the reference's profiled run did to the reference's.
+
+    ``*_launched``: the profiled program ran under pw's launcher, as a timed run does (its report,
+    ``*_profiled_wall_s``, is the program's own wall time; None: the report never came). Timed
+    runs: the median and the standard deviation of the logs of the whole-process seconds."""
+
+    baseline_launched: bool = False
+    candidate_launched: bool = False
+    baseline_profiled_wall_s: float | None = None
+    candidate_profiled_wall_s: float | None = None
+    baseline_timed_median_s: float | None = None
+    baseline_timed_log_sd: float | None = None
+    baseline_timed_runs: int = 0
+    candidate_timed_median_s: float | None = None
+    candidate_timed_log_sd: float | None = None
+    candidate_timed_runs: int = 0
 
 
 class Claim(_Plain):
@@ -212,6 +248,7 @@ class GateInputs(_Plain):
     claims: list[Claim] = []  # causal claims besides the mechanism metric itself
     counter: CounterFacts | None = None  # GPU hotspots: the counter the mechanism names
     diagnosis: DiagnosisFacts | None = None  # the diagnosis adapter's before/after (no gate reads it)
+    profile_consistency: ProfileConsistency | None = None  # rules 5: the profiles are of the timed programs
     # no collateral
     wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
     peak_rss_kb_baseline: list[float] = []
@@ -366,8 +403,16 @@ def _mechanism(i: GateInputs, rules: int) -> GateResult:
         elif d.metric != h.metric:
             failures.append(f"the reprofile diff is in {d.metric}, the hotspot was chosen by {h.metric}")
         elif rules >= 3:
-            found, passed_detail = _concentration(i, d, hd)
+            found, passed_detail = _concentration(i, d, hd, rules)
             failures.extend(found)
+            if rules >= 5:
+                ok, detail = consistency_check(i.profile_consistency, d)
+                if not ok:
+                    # What the profiles would show, and why they cannot be taken as the timed program's.
+                    failures.append(f"{passed_detail}; but {detail}" if passed_detail else detail)
+                    passed_detail = ""
+                elif passed_detail and detail:
+                    passed_detail += f"; {detail}"
         else:
             scaled = _scaled_hotspot(i, d, hd) if rules >= 2 else None
             if scaled is not None:
@@ -513,7 +558,7 @@ def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, floa
     return detail, shrink, band, explained, how
 
 
-def _concentration(i: GateInputs, d: ProfileDiff, hd) -> tuple[list[str], str]:
+def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[list[str], str]:
     """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
     family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
     after = hd.family_after
@@ -552,11 +597,13 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd) -> tuple[list[str], str]:
     explained = shrink / saving
     if explained < MIN_EXPLAINED_FRACTION:
         return [f"{text}: explains only {explained:.0%} of the saving (< {MIN_EXPLAINED_FRACTION:.0%})"], ""
-    if explained > 1.0 + band / saving:
+    excess = band / saving if rules < 5 else min(band / saving, EXPLAINED_EXCESS_MAX)
+    if explained > 1.0 + excess:
         # More than all of the saving: the rest of the program got slower by what the hotspot lost,
         # i.e. its work moved somewhere the profile does not match to it.
+        capped = " (capped)" if rules >= 5 and excess < band / saving else ""
         return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
-                f"({band / saving:.0%}): the hotspot's work moved elsewhere"], ""
+                f"({excess:.0%}{capped}): the hotspot's work moved elsewhere"], ""
     rest_shrink = rest_b - rest_a
     hot_factor = hot_b / hot_a if hot_a > 0 else math.inf
     rest_factor = rest_b / rest_a if rest_a > 0 and rest_b > 0 else 1.0
@@ -566,6 +613,64 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd) -> tuple[list[str], str]:
                 "change of conditions, not a mechanism"], ""
     return [], (f"{text}: explains {explained:.0%} of the saving; the rest of the program "
                 f"{_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} against the hotspot's x{_g(hot_factor)})")
+
+
+# --- the profiles are of the timed programs (rules 5) ----------------------------------------------
+
+# Metrics of a time-based sampler (perf cpu-clock, py-spy): samples are time as much as seconds are.
+_TIME_METRICS = ("cpu_time_s", "wall_time_s", "samples")
+
+
+def consistency_band(c: ProfileConsistency) -> float | None:
+    """The band, in log terms, within which candidate and reference must agree; None without the
+    timed spreads."""
+    if c.baseline_timed_log_sd is None or c.candidate_timed_log_sd is None:
+        return None
+    spread = math.hypot(c.baseline_timed_log_sd, c.candidate_timed_log_sd)
+    return max(CONSISTENCY_FLOOR, CONSISTENCY_SIGMAS * spread)
+
+
+def consistency_check(c: ProfileConsistency | None, d: ProfileDiff) -> tuple[bool, str]:
+    """(passed, detail): were the reprofile and the reference profile of the programs that were
+    timed? Exact counters (callgrind's instructions: a simulation, not a run's time) are not
+    checked, and say so; a sampled time profile needs the evidence, and fails without it."""
+    if d.metric not in _TIME_METRICS or _sampled_totals(d) is None:
+        return True, f"profile consistency not checked: {d.metric} is not a sampled time"
+    if c is None:
+        return False, ("no evidence that the profiled runs are the timed programs (no launcher report or "
+                       "timed runs recorded with the profiles): the profile may be of a run that behaved "
+                       "differently")
+    # A profiler inside the sandbox (py-spy follows one process) is the program's parent and no
+    # launcher reports on the program alone: only the profile's total is compared. A launched
+    # capture whose report never came is a failure, not a pass.
+    missing = [f"the launcher's report on the {who}'s profiled run never came"
+               for who, launched, wall in (("reference", c.baseline_launched, c.baseline_profiled_wall_s),
+                                           ("candidate", c.candidate_launched, c.candidate_profiled_wall_s))
+               if launched and (wall is None or not wall > 0)]
+    timed = [f"no {who} timed runs to compare with" for who, med in
+             (("reference", c.baseline_timed_median_s), ("candidate", c.candidate_timed_median_s))
+             if med is None or not med > 0]
+    band = consistency_band(c)
+    if missing or timed or band is None:
+        return False, "; ".join([*missing, *timed] or ["no timed spread to derive a band from"]) + \
+            ": no evidence that the profiles are of the timed programs"
+    tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
+    checks = [(f"profile's {d.metric}", d.total_before, d.total_after, "s")]
+    if c.baseline_launched and c.candidate_launched:
+        checks.insert(0, ("profiled run", c.baseline_profiled_wall_s, c.candidate_profiled_wall_s, "s"))
+    found = []
+    for what, pb, pc, _unit in checks:
+        expected = tc * pb / tb  # the candidate's timed median, scaled by the reference's own ratio
+        off = math.log(pc / expected) if pc > 0 and expected > 0 else math.inf
+        found.append((what, pc, expected, off))
+    bad = [f for f in found if abs(f[3]) > band]
+    text = "; ".join(f"candidate's {what} {_g(pc)} s against {_g(exp)} s expected from its timed median "
+                     f"{_g(tc)} s x the reference's {_g(exp / tc)} ({math.exp(off) - 1:+.0%})"
+                     for what, pc, exp, off in (bad or found))
+    if bad:
+        return False, (f"{text}: beyond the band of ±{math.exp(band) - 1:.0%} from the timed runs' spread: the "
+                       "profile is not of the program that was timed (it behaved differently when profiled)")
+    return True, f"profiled runs agree with the timed runs ({text}; band ±{math.exp(band) - 1:.0%})"
 
 
 def _rest_samples(d: ProfileDiff, hd) -> tuple[float, float] | None:

@@ -64,6 +64,7 @@ class Selection(msgspec.Struct, frozen=True):
     fault: Found
     caught: Found = None  # the latest `caught` / `output-mismatch` fault of a timed or profiled run
     prepared: Found = None  # CandidatePrepared: the mechanism the agent named
+    baseline_capture: Found = None  # ProfileCaptured of the reference's profile (the launcher's report on it)
     baseline_counters: Found = None  # ncu ProfileNormalized of the baseline (GPU hotspots)
     candidate_counters: Found = None  # ncu ProfileNormalized of this attempt
     reference_diagnosis: Found = None  # the diagnosis adapter's profile of the reference (callgrind)
@@ -115,6 +116,9 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         caught=_latest(attempt, lambda d: isinstance(d, ev.FaultRecorded) and d.target == cid
                        and d.failure_class in CAUGHT_FAULTS and d.stage != "oracle"),
         prepared=baseline(ev.CandidatePrepared, id=cid),
+        baseline_capture=_latest([(q, d) for q, d in items if base_prof is not None and q <= base_prof[0]],
+                                 lambda d: isinstance(d, ev.ProfileCaptured) and d.target == ref
+                                 and d.adapter == base_prof[1].adapter),
         baseline_counters=baseline(ev.ProfileNormalized, target="baseline", adapter="ncu"),
         candidate_counters=mine(ev.ProfileNormalized, target=cid, adapter="ncu"),
         reference_diagnosis=baseline(ev.ProfileNormalized, target=ref, adapter=cand_diag[1].adapter) if cand_diag else None,
@@ -268,6 +272,50 @@ def _conditions(s: Selection, cid: str) -> tuple[g.Conditions, g.Conditions]:
     return baseline, candidate
 
 
+def _timed_wall(timing: ev.TimingRecorded | None, label: str) -> list[float]:
+    """Whole-process seconds of ``label``'s timed runs (the ROI metric's runs too), or []."""
+    if timing is None:
+        return []
+    walls = timing.samples.get(f"{label}:wall_s")
+    if walls:
+        return list(walls)
+    wall = timing.metric == "wall_time_s" or (timing.conditions is not None and timing.conditions.metric == "wall")
+    return list(timing.samples.get(label, [])) if wall else []
+
+
+def _arm(samples: list[float]) -> tuple[float | None, float | None]:
+    """(median, standard deviation of the logs) of one arm's timed runs; None below two runs."""
+    import numpy as np
+
+    vals = np.asarray([v for v in samples if v > 0], dtype=float)
+    if vals.size < 2:
+        return None, None
+    return round(float(np.median(vals)), 9), round(float(np.std(np.log(vals), ddof=1)), 9)
+
+
+def _profile_consistency(s: Selection, cid: str, ref: str) -> g.ProfileConsistency | None:
+    """What the profile-consistency check (gate rules 5) reads: each profiled run, as the launcher
+    reported it, and the same target's timed runs. The reference's timed runs are those timed
+    alongside its profile (the baseline-variance stage for the baseline), so that a machine busier
+    then than now cancels out of its profiled/timed ratio; the candidate's are its campaign's."""
+    if s.candidate_capture is None or s.baseline_capture is None or s.timing is None:
+        return None
+    if ref == "baseline" and s.baseline_timing is not None and _timed_wall(s.baseline_timing[1], "baseline"):
+        ref_timed = _timed_wall(s.baseline_timing[1], "baseline")
+    else:
+        ref_timed = _timed_wall(s.timing[1], ref)
+    b_med, b_sd = _arm(ref_timed)
+    c_med, c_sd = _arm(_timed_wall(s.timing[1], cid))
+    bc, cc = s.baseline_capture[1], s.candidate_capture[1]
+    return g.ProfileConsistency(
+        baseline_launched=bc.launched, candidate_launched=cc.launched,
+        baseline_profiled_wall_s=bc.program_wall_s, candidate_profiled_wall_s=cc.program_wall_s,
+        baseline_timed_median_s=b_med, baseline_timed_log_sd=b_sd, baseline_timed_runs=len(ref_timed),
+        candidate_timed_median_s=c_med, candidate_timed_log_sd=c_sd,
+        candidate_timed_runs=len(_timed_wall(s.timing[1], cid)),
+    )
+
+
 def _adapter_facts(s: Selection, profile_diff) -> g.AdapterFacts | None:
     """What the reprofiling adapter could do and measured, from the events that recorded it."""
     if s.candidate_profile is None:
@@ -343,6 +391,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         adapter=adapter,
         counter=counter,
         diagnosis=_diagnosis_facts(s, profiles),
+        profile_consistency=_profile_consistency(s, cid, ref) if profile_diff is not None else None,
         wall_analysis=wall,
         peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],

@@ -32,12 +32,12 @@ class ProfileResult(msgspec.Struct, frozen=True):
 
 
 def sandbox_prefix(contract: Contract, target: Target, cwd: Path, out_dir: Path, scratch: Path) -> list[str]:
-    """The argv prefix that runs the profiler, and the program under it, in the target's sandbox.
-
-    The profiler is inside (measured: with perf outside wrapping `bwrap ... prog`, bwrap's own set-up
-    took 4 of 48 samples of a 50 ms program; inside, every sample is the program's, and valgrind
-    and py-spy, which follow one process, need to be inside anyway). Its output directory is bound
-    writable too. `env -i` gives the program exactly the environment of a timed run.
+    """The argv prefix that runs a profiler that must be inside (valgrind is the program's process
+    image, py-spy follows one process tree), and the program under it, in the target's sandbox;
+    its output directory is bound writable too. `env -i` gives the program exactly the environment
+    of a timed run. perf does not use it: it wraps the timed run's sandbox and launcher from outside
+    (``CaptureRequest.launch``), so the program's parent is the launcher as in a timed run, and the
+    samples of the sandbox's set-up and of the launcher are left out by its normalize.
     """
     from adapters import sandbox as sb
     from pw.workload import containment
@@ -63,6 +63,9 @@ def capture(
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
     cwd = target.build_dir / contract.run.cwd
+    from pw.workload import containment
+    from pw.workload.steps import base_env, confine_for
+
     req = CaptureRequest(
         argv=list(contract.run.argv),
         cwd=str(cwd.resolve()),
@@ -71,6 +74,13 @@ def capture(
         env=dict(contract.run.env),
         timeout_s=contract.run.timeout_s * CAPTURE_TIMEOUT_FACTOR,
         wrap=sandbox_prefix(contract, target, cwd, out_dir, scratch),
+        # Launched as a timed run is: the same launcher, environment and sandbox (perf wraps them
+        # from outside); the launcher's report is the evidence that the profiled run is the timed
+        # program (the mechanism gate's profile-consistency check, gate rules v5).
+        launch=True,
+        launch_env=base_env(contract.run, scratch),
+        confine=confine_for(target, cwd),
+        tool_confine=containment.confinement(target.build_dir, target.hidden, cwd, extra_writable=[out_dir]),
     )
     from pw.workload import workspace
 
@@ -102,6 +112,9 @@ def capture(
             command=cap.commands[0] if cap.commands else [],
             can_reprofile=adapter.spec.can_reprofile,
             source_root=root,
+            launched=cap.launched,
+            program_wall_s=round(cap.program.wall_s, 6) if cap.program is not None else None,
+            program_cpu_s=round(cap.program.user_s + cap.program.sys_s, 6) if cap.program is not None else None,
         ),
         normalized=ev.ProfileNormalized(
             adapter=adapter_name,
