@@ -302,7 +302,9 @@ class ProfileCaptured(Payload, frozen=True):
     v3 records the observed overhead (`wall_s` over `timed_wall_s`, the target's uninstrumented timed
     wall; routing folds these via `projections.overhead`), the hash of the program's executable alone
     (`executable_sha256`), and `reused_from`: the target whose capture of a byte-identical executable
-    this one reuses (its raw evidence, normalized again for this target; no profiler ran)."""
+    this one reuses (its raw evidence, normalized again for this target; no profiler ran), and
+    `launched`/`program_*`: the launcher's report on the profiled program (gate rules 5 compare it
+    with the timed runs; a reuse carries its source's report, the same executable's run)."""
 
     TYPE = "ProfileCaptured"
     VERSION = 3
