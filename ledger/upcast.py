@@ -82,11 +82,17 @@ def _capture_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "can_reprofile": True}
 
 
+def _normalized_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """ProfileNormalized v1 was always one capture's profile: no parts."""
+    return {**data, "parts": []}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("Note", 0): _note_v0_to_v1,
     ("VerdictReached", 1): _verdict_v1_to_v2,
     ("TimingRecorded", 1): _timing_v1_to_v2,
     ("ProfileCaptured", 1): _capture_v1_to_v2,
+    ("ProfileNormalized", 1): _normalized_v1_to_v2,
 }
 
 

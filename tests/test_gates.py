@@ -339,8 +339,8 @@ def _uniform(cand, speedup: float = 1.3, **kw) -> GateInputs:
     return good_inputs(analysis=analysis(speedup), profile_diff=diff_profiles(LOCATED, cand, hotspot=HOT), **kw)
 
 
-def test_rules_four_is_recorded_and_every_older_version_stays_callable():
-    assert GATE_RULES == 4 and RULE_VERSIONS == (1, 2, 3, 4)
+def test_rules_five_is_recorded_and_every_older_version_stays_callable():
+    assert GATE_RULES == 5 and RULE_VERSIONS == (1, 2, 3, 4, 5)
     inputs = decode_inputs(msgspec.json.decode(RECORDED.joinpath("non-hotspot-slow-baseline-profile.inputs.json")
                                                .read_bytes()))
     mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in RULE_VERSIONS}

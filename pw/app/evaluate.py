@@ -303,6 +303,13 @@ def more(
             failure_class=result.failure.failure_class,
         )
     state = handle.record(state, [result.timing])
+    # A campaign that now decides faster asks its reprofile to resolve the saving (it may grow).
+    adapter = state.hotspot and _baseline_adapter(state)
+    if adapter is not None:
+        from pw.app.resolve import resolve_reprofile
+
+        state = resolve_reprofile(handle, state, cid, profiling_targets(handle, state, adapter), progress,
+                                  profile_once)
     return _judged(handle, state, cid, cand.diff.attempt, scratch, progress)
 
 
@@ -430,26 +437,59 @@ TIMELINE_ADAPTERS = ("cupti", "nsys")
 
 
 def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, counters: bool = True) -> object:
-    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable);
-    with ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too."""
-    from pw.workload import capture as profiling
+    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable),
+    growing a sampled reprofile until it resolves the campaign's saving (``pw.app.resolve``); with
+    ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too."""
+    from pw.app.resolve import resolve_reprofile
 
     adapter = state.hotspot and _baseline_adapter(state)
     if adapter is None:
         return state
     progress(f"reprofile with {adapter}")
+    targets = profiling_targets(handle, state, adapter)
+    target, note = targets(target.label, target)
+    state, result = profile_once(handle, state, target, adapter, note)
+    state = resolve_reprofile(handle, state, target.label, targets, progress, profile_once)
+    return _reprofile_counters(handle, state, target, result.profile, progress) if counters else state
+
+
+def profiling_targets(handle: RunHandle, state, adapter: str):
+    """``for_label(label, timed=None) -> (target, build note)``: where to profile a side (the baseline,
+    a candidate). A baseline profiled from its -g twin is compared with -g twins, not bare builds;
+    each twin is built once per call of this function."""
     from pw.workload import debug_build
 
-    # A baseline profiled from its -g twin is compared with the candidate's -g twin, not its bare build.
-    dbg = None
     base_capture = state.captures.get(f"baseline:{adapter}")
-    if base_capture is not None and debug_build.used_for(base_capture.build_note):
-        dbg = debug_build.make(state.run.contract, target, handle.evidence, handle.logs, handle.path / "scratch")
-        target = dbg.target or target
+    twin = base_capture is not None and debug_build.used_for(base_capture.build_note)
+    made: dict[str, tuple[execute.Target, str | None]] = {}
+
+    def for_label(label: str, timed: execute.Target | None = None) -> tuple[execute.Target, str | None]:
+        if label not in made:
+            if timed is None:
+                if label == "baseline":
+                    timed = ensure_baseline_built(handle, state)
+                else:
+                    ws = handle.path / state.candidates[label].prepared.workspace
+                    timed = candidate_target(handle, label, ws, workspace.source_files(ws))
+            found: tuple[execute.Target, str | None] = (timed, None)
+            if twin:
+                dbg = debug_build.make(state.run.contract, timed, handle.evidence, handle.logs, handle.path / "scratch")
+                found = (dbg.target or timed, dbg.note)
+            made[label] = found
+        return made[label]
+
+    return for_label
+
+
+def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str, note: str | None):
+    """One profiled run of `target`, recorded (ProfileCaptured, ProfileNormalized) and checked like a
+    timed one: (state, the capture's result)."""
+    from pw.workload import capture as profiling
+
     before = workspace.snapshot(target.build_dir)
     result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch")
-    if dbg is not None:
-        result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=dbg.note))
+    if note is not None:
+        result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=note))
     # Like every timed run (execute.run_once), the profiled run must not leave files in the build
     # tree: a file it creates there (a result cache) would be read by the next campaign's runs.
     for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
@@ -465,7 +505,7 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
             stage="reprofile", target=target.label, failure_class="output-mismatch",
             message=f"profiled run ({adapter}), {stream}: differs from its oracle-checked output ({detail})",
         )])
-    return _reprofile_counters(handle, state, target, result.profile, progress) if counters else state
+    return state, result
 
 
 def _reprofile_counters(handle: RunHandle, state, target: execute.Target, timeline, progress) -> object:

@@ -64,8 +64,11 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      inputs, rules=N)``), so an audit recomputes a run under the rules it was judged by.
 #   4: a GPU hotspot (metric gpu_time_ns) also needs the counter its mechanism names to move the
 #      right way (``CounterFacts``, Nsight Compute on parent and candidate); CPU verdicts unchanged.
-GATE_RULES = 4
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4)
+#   5: a sampled hotspot whose shrink lies within its band says how many samples per profile would
+#      resolve the campaign's saving (``pw.rules.resolution``) and, when the reprofile's budget
+#      stopped it short (``ResolutionFacts``), that it did; results unchanged, details richer.
+GATE_RULES = 5
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
@@ -144,6 +147,18 @@ class CounterFacts(_Plain):
     mechanism: str = ""
 
 
+class ResolutionFacts(_Plain):
+    """How the reprofile was sized (``ReprofileResolved``): its stop (resolved, budget, not-needed),
+    the profiled runs merged on each side, the budget, and the samples per profile it asked for."""
+
+    stop: str
+    runs_before: int
+    runs_after: int
+    max_runs: int
+    max_time_s: float
+    required_samples: int | None = None
+
+
 class Claim(_Plain):
     """A causal claim made in the report, by the metric it cites; ``simulated`` = labelled as simulated."""
 
@@ -174,6 +189,7 @@ class Seqs(_Plain):
     hotspot: int | None = None  # HotspotSelected
     baseline_profile: int | None = None  # ProfileNormalized of the baseline
     candidate_profile: int | None = None  # ProfileNormalized of the candidate's reprofile
+    resolution: int | None = None  # ReprofileResolved: how many runs the reprofile took, and why
 
 
 class GateInputs(_Plain):
@@ -196,6 +212,7 @@ class GateInputs(_Plain):
     adapter: AdapterFacts | None = None
     claims: list[Claim] = []  # causal claims besides the mechanism metric itself
     counter: CounterFacts | None = None  # GPU hotspots: the counter the mechanism names
+    resolution: ResolutionFacts | None = None  # sampled reprofiles: how many runs were merged, and why
     # no collateral
     wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
     peak_rss_kb_baseline: list[float] = []
@@ -350,7 +367,7 @@ def _mechanism(i: GateInputs, rules: int) -> GateResult:
         elif d.metric != h.metric:
             failures.append(f"the reprofile diff is in {d.metric}, the hotspot was chosen by {h.metric}")
         elif rules >= 3:
-            found, passed_detail = _concentration(i, d, hd)
+            found, passed_detail = _concentration(i, d, hd, rules)
             failures.extend(found)
         else:
             scaled = _scaled_hotspot(i, d, hd) if rules >= 2 else None
@@ -393,7 +410,8 @@ def _mechanism(i: GateInputs, rules: int) -> GateResult:
         elif passed_detail:
             passed_detail += f"; speedup interval low {_g(low)} within the Amdahl ceiling {_g(h.amdahl_ceiling)}"
     return _result("mechanism", failures, passed_detail,
-                   [i.seqs.hotspot, i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.timing])
+                   [i.seqs.hotspot, i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.timing,
+                    i.seqs.resolution if rules >= 5 else None])
 
 
 #: Relative change a GPU counter must show to count as moved (counters of one launch repeat to well
@@ -497,7 +515,7 @@ def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, floa
     return detail, shrink, band, explained, how
 
 
-def _concentration(i: GateInputs, d: ProfileDiff, hd) -> tuple[list[str], str]:
+def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 3) -> tuple[list[str], str]:
     """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
     family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
     after = hd.family_after
@@ -530,7 +548,8 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd) -> tuple[list[str], str]:
     if not shrink > 0:
         return [f"{text}: the hotspot did not shrink"], ""
     if shrink <= band:
-        return [f"{text}: the shrink is within the hotspot's noise band {_g(band)} ({how})"], ""
+        unresolved = _unresolved(i, sb, sa, scale, totals) if rules >= 5 and totals is not None and scale else ""
+        return [f"{text}: the shrink is within the hotspot's noise band {_g(band)} ({how}){unresolved}"], ""
     if not saving > 0:
         return [f"{text}: the total did not shrink"], ""
     explained = shrink / saving
@@ -550,6 +569,23 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd) -> tuple[list[str], str]:
                 "change of conditions, not a mechanism"], ""
     return [], (f"{text}: explains {explained:.0%} of the saving; the rest of the program "
                 f"{_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} against the hotspot's x{_g(hot_factor)})")
+
+
+def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple[float, float]) -> str:
+    """Rules 5: how many samples per profile would resolve the campaign's saving, and whether the
+    reprofile's budget stopped it short of them."""
+    from pw.rules.resolution import required_samples
+
+    need = required_samples(sb, sa, scale)
+    if need is None:
+        return ""
+    text = (f"; resolving a {scale - 1:.1%} saving needs about {need} samples per profile "
+            f"(have {_g(totals[0])} and {_g(totals[1])})")
+    r = i.resolution
+    if r is not None and r.stop == "budget":
+        text += (f": the reprofile's budget ({r.max_runs} profiled runs per profile, {_g(r.max_time_s)} s) "
+                 f"stopped at {r.runs_before} + {r.runs_after} runs")
+    return text
 
 
 def _rest_samples(d: ProfileDiff, hd) -> tuple[float, float] | None:

@@ -66,6 +66,7 @@ class Selection(msgspec.Struct, frozen=True):
     prepared: Found = None  # CandidatePrepared: the mechanism the agent named
     baseline_counters: Found = None  # ncu ProfileNormalized of the baseline (GPU hotspots)
     candidate_counters: Found = None  # ncu ProfileNormalized of this attempt
+    resolution: Found = None  # ReprofileResolved of this attempt: how the reprofile was sized
 
 
 def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
@@ -106,6 +107,7 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         prepared=baseline(ev.CandidatePrepared, id=cid),
         baseline_counters=baseline(ev.ProfileNormalized, target="baseline", adapter="ncu"),
         candidate_counters=mine(ev.ProfileNormalized, target=cid, adapter="ncu"),
+        resolution=mine(ev.ReprofileResolved, target=cid),
     )
 
 
@@ -242,6 +244,13 @@ def _adapter_facts(s: Selection, profile_diff) -> g.AdapterFacts | None:
     )
 
 
+def _resolution_facts(r: ev.ReprofileResolved) -> g.ResolutionFacts:
+    last = r.looks[-1] if r.looks else None
+    return g.ResolutionFacts(stop=r.stop, runs_before=last.runs_before if last else 0,
+                             runs_after=last.runs_after if last else 0, max_runs=r.max_runs,
+                             max_time_s=r.max_time_s, required_samples=r.required_samples)
+
+
 def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, bytes],
                  rules: int = g.GATE_RULES) -> Judgement:
     """Judge `cid`'s latest attempt from `envelopes` and the profile bytes `profiles_needed` named,
@@ -285,6 +294,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
             oracle=oracle[0] if oracle else None, timing=timing[0] if timing else None,
             wall=timing[0] if wall is not None and timing else None, hotspot=hot[0] if hot else None,
             baseline_profile=base_prof[0] if base_prof else None, candidate_profile=cand_prof[0] if cand_prof else None,
+            resolution=s.resolution[0] if s.resolution else None,
         ),
         oracle=g.OracleFacts(passed=oracle[1].passed, detail=oracle[1].detail, method=oracle[1].method,
                              rtol=oracle[1].rtol, atol=oracle[1].atol) if oracle else None,
@@ -303,6 +313,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         profile_diff=profile_diff,
         adapter=adapter,
         counter=counter,
+        resolution=_resolution_facts(s.resolution[1]) if s.resolution else None,
         wall_analysis=wall,
         peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],
@@ -368,3 +379,16 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         ),
         profile_diff=diff_bytes,
     )
+
+
+def saving_to_resolve(envelopes: list[ev.Envelope], cid: str) -> tuple[str | None, float | None]:
+    """(the campaign's verdict, the whole-process speedup the mechanism gate scales by) for `cid`'s
+    latest attempt, from the events alone: what a reprofile must resolve (``pw.rules.resolution``)."""
+    s = select(envelopes, cid)
+    if s.timing is None or s.run is None:
+        return None, None
+    analysis = analyze(s.timing[1], cid)
+    wall = analyze(s.timing[1], cid, ":wall_s") if s.run[1].contract.metric.kind == "roi" else None
+    verdict = analysis.get("verdict") if analysis else None
+    speedup = (wall or analysis or {}).get("speedup")
+    return verdict, float(speedup) if isinstance(speedup, (int, float)) else None
