@@ -103,6 +103,30 @@ def test_audit_names_a_stop_that_no_longer_follows_from_a_tampered_sample(matmul
 
 
 @pytest.mark.slow
+def test_audit_replays_how_the_reprofile_was_sized_and_names_a_forged_look(matmul_interchange, tmp_path):
+    from ledger.store import Ledger
+
+    run = copy_run(matmul_interchange, tmp_path)
+    events = ledger_events(run)
+    (run / "ledger.jsonl").unlink()
+    forged = Ledger(run / "ledger.jsonl")
+    for env in events:
+        data = env.data
+        if isinstance(data, ev.ReprofileResolved) and data.target == "a":
+            # "one more candidate run was needed", where the rule says one run each resolved it
+            data = msgspec.structs.replace(data, looks=[msgspec.structs.replace(data.looks[0], decision="after")])
+        forged.append(data, expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
+
+    result = pw_main("audit", run, "--json")
+    assert result.code == 1, result
+    checks = {c["name"]: c for c in result.json()["checks"]}
+    assert checks["chain"]["ok"] and checks["profiles"]["ok"] and not checks["resolutions"]["ok"]
+    detail = checks["resolutions"]["detail"]
+    assert "the reprofile of a no longer stops where it did: look 1" in detail, detail
+    assert "recorded after, but the rule gives resolved" in detail, detail
+
+
+@pytest.mark.slow
 def test_more_continues_an_inconclusive_campaign_in_the_same_seeded_order(tiny_budget_run, tmp_path):
     run = copy_run(tiny_budget_run, tmp_path)
     assert pw_main("prepare", run, "--candidate", "a:baseline:comment").code == 0

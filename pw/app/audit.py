@@ -302,8 +302,8 @@ def _resolution_divergence(ctx: AuditContext, i: int, r) -> str | None:
 CHECKS: list[tuple[str, Callable[[AuditContext], str | None]]] = [
     ("evidence", check_evidence),
     ("profiles", check_profiles),
-    ("resolutions", check_resolutions),
     ("stops", check_stops),
+    ("resolutions", check_resolutions),
     ("verdicts", check_verdicts),
     ("projections", check_projections),
 ]
