@@ -548,7 +548,7 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 3) -> tuple[l
     if not shrink > 0:
         return [f"{text}: the hotspot did not shrink"], ""
     if shrink <= band:
-        unresolved = _unresolved(i, sb, sa, scale, totals) if rules >= 5 and totals is not None and scale else ""
+        unresolved = _unresolved(i, sb, sa, scale, totals, band) if rules >= 5 and totals is not None and scale else ""
         return [f"{text}: the shrink is within the hotspot's noise band {_g(band)} ({how}){unresolved}"], ""
     if not saving > 0:
         return [f"{text}: the total did not shrink"], ""
@@ -571,14 +571,18 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 3) -> tuple[l
                 f"{_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} against the hotspot's x{_g(hot_factor)})")
 
 
-def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple[float, float]) -> str:
+def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple[float, float], band: float) -> str:
     """Rules 5: how many samples per profile would resolve the campaign's saving, and whether the
-    reprofile's budget stopped it short of them."""
-    from pw.rules.resolution import required_samples
+    reprofile's budget stopped it short of them; or, when these samples resolve it, that the
+    hotspot's shrink is too small for the saving."""
+    from pw.rules.resolution import required_samples, target_band
 
-    need = required_samples(sb, sa, scale)
-    if need is None:
+    need, resolving = required_samples(sb, sa, scale), target_band(scale)
+    if need is None or resolving is None:
         return ""
+    if band <= resolving:
+        return (f"; {_g(totals[0])} and {_g(totals[1])} samples resolve a {scale - 1:.1%} saving (band <= "
+                f"{_g(resolving)}), so the hotspot's shrink is too small to be the saving")
     text = (f"; resolving a {scale - 1:.1%} saving needs about {need} samples per profile "
             f"(have {_g(totals[0])} and {_g(totals[1])})")
     r = i.resolution
