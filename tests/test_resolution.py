@@ -229,3 +229,69 @@ def test_the_limit_a_small_uniform_saving_passes_as_the_hotspots_once_resolved()
     assert g.passed and "explains 8" in g.detail, g.detail
     # the rest's fall needs about this many samples per profile before "fell alike" can fire
     assert rz.required_samples(0.85, 0.85, 1 + 0.05 * 0.15) > 40_000
+
+
+# --- the loop that grows a reprofile (pw.app.resolve.grow), with a seeded sampler in place of perf ---
+
+
+def _sampler(seed: int, per_run: int = 450):
+    """Single-run profiles of matmul-like programs: the hotspot's sample count is binomial."""
+    import hashlib
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def run(share: float, target: str) -> Profile:
+        hot = int(rng.binomial(per_run, share))
+
+        def op(id_: str, k: int) -> Operation:
+            m = {"cpu_time_s": k / 999, "samples": float(k)}
+            return Operation(id=id_, name=id_.split("@")[0], kind="function", module="matmul", file="matmul.c",
+                             self_metrics=m, inclusive_metrics=m)
+
+        return Profile(tool="perf", tool_version="6.1", target=target, granularity=["process", "function"],
+                       metrics=["cpu_time_s", "samples"], totals={"cpu_time_s": per_run / 999, "samples": per_run},
+                       operations=[op("matmul@matmul.c", hot), op("fill@matmul.c", per_run - hot)])
+
+    def store(p: Profile) -> str:
+        return hashlib.sha256(encode_profile(p)).hexdigest() + f"-{rng.integers(1 << 30)}"  # runs may tie
+
+    return run, store
+
+
+def _grow(speedup: float, true_after: float, budget: rz.Budget = BUDGET, seed: int = 7):
+    from pw.app.resolve import grow
+
+    run, store = _sampler(seed)
+    first_b, first_a = run(0.85, "baseline"), run(true_after, "q")
+    profiles = {"b0": first_b, "a0": first_a}
+    before, after = ["b0"], ["a0"]
+    ticks = iter(range(10_000))
+    grown = grow(profiles, before, after, "matmul@matmul.c", "cpu_time_s", speedup, budget,
+                 lambda side, look: run(0.85 if side == "before" else true_after, "baseline" if side == "before" else "q"),
+                 store, clock=lambda: float(next(ticks)))
+    return grown, before, after
+
+
+def test_the_loop_grows_both_sides_until_a_five_percent_saving_is_resolved_and_replays():
+    grown, before, after = _grow(1.05, 1 - 1.05 * 0.15)
+    last = grown.looks[-1]
+    assert last.decision == "resolved" and len(grown.looks) > 10
+    assert last.band <= rz.target_band(1.05)
+    assert min(last.samples_before, last.samples_after) > 1500 and len(before) > 3 and len(after) > 3
+    assert (len(before), len(after)) == (last.runs_before, last.runs_after)
+    assert grown.merged_before.totals["samples"] == last.samples_before
+    looks = [rz.Look(runs_before=lk.runs_before, runs_after=lk.runs_after, samples_before=lk.samples_before,
+                     samples_after=lk.samples_after, share_before=lk.share_before, share_after=lk.share_after,
+                     elapsed_s=lk.elapsed_s) for lk in grown.looks]
+    assert rz.replay_resolution(looks, [lk.decision for lk in grown.looks], "resolved", 1.05, BUDGET) is None
+
+
+def test_the_loop_stops_at_its_budget_and_the_interchange_needs_no_extra_run():
+    grown, before, after = _grow(1.05, 1 - 1.05 * 0.15, budget=rz.Budget(max_runs=3, max_time_s=180.0))
+    assert grown.looks[-1].decision == "budget" and (len(before), len(after)) == (3, 3)
+    timed = _grow(1.05, 1 - 1.05 * 0.15, budget=rz.Budget(max_runs=16, max_time_s=4.0))[0]
+    assert timed.looks[-1].decision == "budget" and timed.looks[-1].elapsed_s >= 4.0
+    fast, before, after = _grow(2.0, 0.70)
+    assert [lk.decision for lk in fast.looks] == ["resolved"] and (before, after) == (["b0"], ["a0"])

@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import msgspec
+
 from ledger import events as ev
 from ledger.profile import Profile, decode_profile, encode_profile, merge_profiles, mergeable
 from pw.app.run import RunHandle
@@ -37,8 +39,6 @@ def resolve_reprofile(handle: RunHandle, state, cid: str, target_for: TargetFor,
     campaign's saving or the manifest's budget (`profiling.max_runs`, `profiling.max_time_s`) is
     spent; record the merged profiles and a ReprofileResolved. No-op (no event) where the profiles are
     not sampled or there is no hotspot or reprofile to compare."""
-    from projections.profile_diff import diff_profiles
-
     envelopes = handle.ledger.events()
     s = judge.select(envelopes, cid)
     if s.timing is None or s.candidate_profile is None or s.baseline_profile is None or s.hotspot is None:
@@ -61,40 +61,26 @@ def resolve_reprofile(handle: RunHandle, state, cid: str, target_for: TargetFor,
             **common, looks=[], stop="not-needed", required_samples=None, before_parts=before_parts,
             after_parts=after_parts, reason=f"the campaign did not decide faster ({verdict}): no saving to resolve")])
 
-    started = time.monotonic()
-    looks: list[ev.ResolutionLook] = []
-    grown = {"before": False, "after": False}
-    while True:
-        merged_b = merge_profiles([profiles[p] for p in before_parts])
-        merged_a = merge_profiles([profiles[p] for p in after_parts])
-        look = rz.look_of(diff_profiles(merged_b, merged_a, hotspot=hot.operation, metric=hot.metric),
-                          len(before_parts), len(after_parts), round(time.monotonic() - started, 3))
-        if look is None:
-            return state  # the diff tracks no hotspot: the gate says so without a sizing
-        decision = rz.decide(look, speedup, budget)
-        band = rz.share_band(look.share_before, look.share_after, speedup, look.samples_before,  # type: ignore[arg-type]
-                             look.samples_after)
-        looks.append(ev.ResolutionLook(
-            runs_before=look.runs_before, runs_after=look.runs_after, samples_before=look.samples_before,
-            samples_after=look.samples_after, share_before=look.share_before, share_after=look.share_after,
-            band=band, elapsed_s=look.elapsed_s, decision=decision))  # type: ignore[arg-type]
-        if decision in ("resolved", "budget"):
-            break
-        label = ref if decision == "before" else cid
-        parts = before_parts if decision == "before" else after_parts
-        progress(f"reprofile: band {band:.3g} > {rz.target_band(speedup):.3g} (resolving a {speedup - 1:.1%} saving) "  # type: ignore[operator]
-                 f"at {look.samples_before:g} + {look.samples_after:g} samples: profiling {label} again "
-                 f"(run {len(parts) + 1} of at most {budget.max_runs})")
+    def capture(side: str, look: ev.ResolutionLook) -> Profile:
+        nonlocal state
+        label = ref if side == "before" else cid
+        progress(f"reprofile: band {look.band:.3g} > {rz.target_band(speedup):.3g} (resolving a "  # type: ignore[operator]
+                 f"{speedup - 1:.1%} saving) at {look.samples_before:g} + {look.samples_after:g} samples: "  # type: ignore[operator]
+                 f"profiling {label} again (run {(look.runs_before if side == 'before' else look.runs_after) + 1} "
+                 f"of at most {budget.max_runs})")
         profiled, note = target_for(label)
         state, result = profile_once(handle, state, profiled, adapter, note)
-        sha = result.normalized.profile_sha256
-        profiles[sha] = result.profile
-        parts.append(sha)
-        grown[decision] = True
+        return result.profile
 
+    grown = grow(profiles, before_parts, after_parts, hot.operation, hot.metric, speedup, budget,  # type: ignore[arg-type]
+                 capture, lambda p: handle.evidence.put(encode_profile(p)))
+    looks, merged_b, merged_a = grown.looks, grown.merged_before, grown.merged_after
+    if not looks:
+        return state  # the diff tracks no hotspot: the gate says so without a sizing
+    grown_sides = {"before": len(before_parts) > len(parts_of(base)), "after": len(after_parts) > len(parts_of(cand))}
     merged_events: list[ev.Payload] = []
     for side, label, parts, merged in (("before", ref, before_parts, merged_b), ("after", cid, after_parts, merged_a)):
-        if grown[side]:
+        if grown_sides[side]:
             merged_events.append(ev.ProfileNormalized(
                 adapter=adapter, target=label, profile_sha256=handle.evidence.put(encode_profile(merged)),
                 primary_metric=merged.primary_metric, total=merged.totals.get(merged.primary_metric, 0.0),
@@ -114,3 +100,40 @@ def resolve_reprofile(handle: RunHandle, state, cid: str, target_for: TargetFor,
     return handle.record(state, [*merged_events, ev.ReprofileResolved(
         **common, looks=looks, stop=last.decision, required_samples=need,  # type: ignore[arg-type]
         before_parts=before_parts, after_parts=after_parts, reason=reason)])
+
+
+class Grown(msgspec.Struct, frozen=True):
+    looks: list[ev.ResolutionLook]
+    merged_before: Profile | None
+    merged_after: Profile | None
+
+
+def grow(profiles: dict[str, Profile], before_parts: list[str], after_parts: list[str], hotspot: str, metric: str,
+         speedup: float, budget: rz.Budget, capture: Callable[[str, ev.ResolutionLook], Profile],
+         store: Callable[[Profile], str], clock: Callable[[], float] = time.monotonic) -> Grown:
+    """The resolution loop: look at the merged profiles, ask the rule, and while it names a side,
+    `capture` one more run of it (its profile is stored by `store`, which returns its sha256, and
+    appended to that side's parts, in place). No looks when the diff tracks no hotspot."""
+    from projections.profile_diff import diff_profiles
+
+    started = clock()
+    looks: list[ev.ResolutionLook] = []
+    while True:
+        merged_b = merge_profiles([profiles[p] for p in before_parts])
+        merged_a = merge_profiles([profiles[p] for p in after_parts])
+        look = rz.look_of(diff_profiles(merged_b, merged_a, hotspot=hotspot, metric=metric),
+                          len(before_parts), len(after_parts), round(clock() - started, 3))
+        if look is None:
+            return Grown(looks=[], merged_before=None, merged_after=None)
+        decision = rz.decide(look, speedup, budget)
+        band = rz.share_band(look.share_before, look.share_after, speedup, look.samples_before, look.samples_after)
+        looks.append(ev.ResolutionLook(
+            runs_before=look.runs_before, runs_after=look.runs_after, samples_before=look.samples_before,
+            samples_after=look.samples_after, share_before=look.share_before, share_after=look.share_after,
+            band=band, elapsed_s=look.elapsed_s, decision=decision))  # type: ignore[arg-type]
+        if decision in ("resolved", "budget"):
+            return Grown(looks=looks, merged_before=merged_b, merged_after=merged_a)
+        profile = capture(decision, looks[-1])
+        sha = store(profile)
+        profiles[sha] = profile
+        (before_parts if decision == "before" else after_parts).append(sha)
