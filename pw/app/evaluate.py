@@ -483,11 +483,15 @@ def profiling_targets(handle: RunHandle, state, adapter: str):
 
 def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str, note: str | None):
     """One profiled run of `target`, recorded (ProfileCaptured, ProfileNormalized) and checked like a
-    timed one: (state, the capture's result)."""
+    timed one: (state, the capture's result). A target profiled before is normalized against the
+    build tree its earlier capture named, so every run of it gives the same operation ids."""
     from pw.workload import capture as profiling
 
+    earlier = state.captures.get(f"{target.label}:{adapter}")
+    root = earlier.source_root if earlier is not None and earlier.source_root else None
     before = workspace.snapshot(target.build_dir)
-    result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch")
+    result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch",
+                               source_root=root)
     if note is not None:
         result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=note))
     # Like every timed run (execute.run_once), the profiled run must not leave files in the build
