@@ -355,19 +355,19 @@ class ReprofileResolved(Payload, frozen=True):
     TYPE = "ReprofileResolved"
     target: str
     reference: str
+    stop: Literal["resolved", "budget", "not-needed"]
+    speedup: float | None
+    required_samples: int | None
+    reason: str
     adapter: str
     rule: str
-    speedup: float | None
     fraction: float
     target_band: float | None
     max_runs: int
     max_time_s: float
     looks: list[ResolutionLook]
-    stop: Literal["resolved", "budget", "not-needed"]
-    required_samples: int | None
     before_parts: list[str]
     after_parts: list[str]
-    reason: str
 
 
 class HotspotSelected(Payload, frozen=True):
