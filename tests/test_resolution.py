@@ -295,3 +295,13 @@ def test_the_loop_stops_at_its_budget_and_the_interchange_needs_no_extra_run():
     assert timed.looks[-1].decision == "budget" and timed.looks[-1].elapsed_s >= 4.0
     fast, before, after = _grow(2.0, 0.70)
     assert [lk.decision for lk in fast.looks] == ["resolved"] and (before, after) == (["b0"], ["a0"])
+
+
+def test_rules_five_ask_for_samples_only_for_a_saving_the_campaign_decided():
+    before, after = _sampled(350, 1)
+    undecided = dict(analysis(1.05), verdict="INCONCLUSIVE")
+    inputs = good_inputs(analysis=undecided, profile_diff=diff_profiles(before, after, hotspot="matmul@demo.c"),
+                         hotspot=HotspotFacts(operation="matmul@demo.c", metric="cpu_time_s", share=0.85,
+                                              amdahl_ceiling=1 / 0.15))
+    g = {g.name: g for g in evaluate_gates(inputs, rules=5)}["mechanism"]
+    assert not g.passed and "noise band" in g.detail and "samples per profile" not in g.detail, g.detail

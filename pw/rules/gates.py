@@ -64,8 +64,8 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      inputs, rules=N)``), so an audit recomputes a run under the rules it was judged by.
 #   4: a GPU hotspot (metric gpu_time_ns) also needs the counter its mechanism names to move the
 #      right way (``CounterFacts``, Nsight Compute on parent and candidate); CPU verdicts unchanged.
-#   5: a sampled hotspot whose shrink lies within its band says how many samples per profile would
-#      resolve the campaign's saving (``pw.rules.resolution``) and, when the reprofile's budget
+#   5: a sampled hotspot whose shrink lies within its band, in a campaign that decided FASTER, says
+#      how many samples per profile would resolve the campaign's saving (``pw.rules.resolution``) and, when the reprofile's budget
 #      stopped it short (``ResolutionFacts``), that it did; results unchanged, details richer.
 GATE_RULES = 5
 RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -577,6 +577,8 @@ def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple
     hotspot's shrink is too small for the saving."""
     from pw.rules.resolution import required_samples, target_band
 
+    if (i.analysis or {}).get("verdict") != "FASTER":
+        return ""  # no decided saving to resolve: the significance gate says why
     need, resolving = required_samples(sb, sa, scale), target_band(scale)
     if need is None or resolving is None:
         return ""
