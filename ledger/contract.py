@@ -99,7 +99,14 @@ class Sampling(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Profiling(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """When candidates are reprofiled, and how far a sampled reprofile may grow to resolve the saving
+    it is asked to explain (``pw.rules.resolution``): at most `max_runs` profiled runs per profile
+    (the reference's and the candidate's, samples summed) and `max_time_s` seconds of profiling per
+    evaluation."""
+
     cadence: Literal["every-candidate", "winner-only"] = "every-candidate"
+    max_runs: Annotated[int, msgspec.Meta(ge=1, le=200)] = 16
+    max_time_s: Annotated[float, msgspec.Meta(gt=0.0)] = 180.0
 
 
 class Contract(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

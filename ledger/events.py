@@ -330,12 +330,67 @@ class ProfileCaptured(Payload, frozen=True):
 
 
 class ProfileNormalized(Payload, frozen=True):
+    """The normalized profile of one capture, or (``parts`` not empty) of several: the profile that
+    sums the samples of the single-run profiles ``parts`` (their sha256, in order; each recorded
+    before by its own ProfileNormalized), ``ledger.profile.merge_profiles``. A reprofile grows this
+    way until it resolves the saving it is asked to explain (``ReprofileResolved``). v1 had no
+    ``parts``: every v1 profile is one capture."""
+
     TYPE = "ProfileNormalized"
+    VERSION = 2
     adapter: str
     target: str
     profile_sha256: str
     primary_metric: str
     total: float
+    parts: list[str] = []
+
+
+class ResolutionLook(msgspec.Struct, frozen=True, kw_only=True):
+    """One look of a reprofile's resolution (``pw.rules.resolution``): the merged profiles of the
+    first ``runs_before`` reference runs and ``runs_after`` candidate runs, their sample counts and
+    the hotspot's shares, the band those give, and what the rule said then: ``resolved``,
+    ``before``/``after`` (profile one more run of that side) or ``budget``."""
+
+    runs_before: int
+    runs_after: int
+    samples_before: float
+    samples_after: float
+    share_before: float
+    share_after: float
+    band: float
+    elapsed_s: float
+    decision: Literal["resolved", "before", "after", "budget"]
+
+
+class ReprofileResolved(Payload, frozen=True):
+    """How many profiled runs and samples the reprofile of ``target`` took, and why.
+
+    The mechanism gate reads sampled profiles by share, with a band of 3 binomial sigmas over their
+    sample counts; ``pw.rules.resolution`` says how many samples resolve the saving of the campaign's
+    ``speedup`` (band <= ``fraction`` x (speedup - 1)) and which side to profile once more. The
+    reference's and the candidate's single-run profiles are ``before_parts`` and ``after_parts``;
+    look k merged the first ``runs_before``/``runs_after`` of them, so ``pw audit`` replays every look
+    from the evidence. ``stop``: ``resolved``, ``budget`` (``max_runs`` per profile or
+    ``max_time_s`` spent; ``required_samples`` per profile would resolve it) or ``not-needed`` (the
+    campaign did not decide faster: there is no saving to resolve)."""
+
+    TYPE = "ReprofileResolved"
+    target: str
+    reference: str
+    stop: Literal["resolved", "budget", "not-needed"]
+    speedup: float | None
+    required_samples: int | None
+    reason: str
+    adapter: str
+    rule: str
+    fraction: float
+    target_band: float | None
+    max_runs: int
+    max_time_s: float
+    looks: list[ResolutionLook]
+    before_parts: list[str]
+    after_parts: list[str]
 
 
 class HotspotSelected(Payload, frozen=True):
@@ -512,6 +567,7 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         RoutingDecided,
         ProfileCaptured,
         ProfileNormalized,
+        ReprofileResolved,
         HotspotSelected,
         SourceTargetsEmitted,
         BriefEmitted,

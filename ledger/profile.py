@@ -127,3 +127,60 @@ def decode_profile(data: bytes) -> Profile:
         raise msgspec.ValidationError(
             f"profile version {p.version} is not supported; expected {PROFILE_VERSION}")
     return p
+
+
+def mergeable(p: Profile) -> bool:
+    """Whether ``p`` is a sampled profile, whose every metric is a sum over its samples (so the
+    profiles of several runs of one program add up to the profile of all their samples)."""
+    return "samples" in p.metrics
+
+
+def merge_profiles(parts: list[Profile]) -> Profile:
+    """One profile of every sample of ``parts`` (profiles of separate runs of one target, by one
+    tool): totals, self and inclusive values, line costs and call edges add; an operation's observed
+    line range is the union of its ranges. Pure and order-preserving (values are summed in the order
+    of ``parts``), so the same parts give the same bytes. Raises ValueError for no parts, parts of
+    different tools or targets, or a profile that is not sampled (``mergeable``)."""
+    if not parts:
+        raise ValueError("no profiles to merge")
+    first = parts[0]
+    if len(parts) == 1:
+        return canonical(first)
+    for p in parts:
+        if not mergeable(p):
+            raise ValueError(f"{p.tool} profile of {p.target} is not sampled: its values do not add across runs")
+        if (p.tool, p.target) != (first.tool, first.target):
+            raise ValueError(f"cannot merge a {p.tool} profile of {p.target} with a {first.tool} profile of {first.target}")
+
+    def add(into: dict[str, float], values: dict[str, float]) -> None:
+        for m, v in values.items():
+            into[m] = into.get(m, 0.0) + v
+
+    metrics: list[str] = []
+    totals: dict[str, float] = {}
+    ops: dict[str, list] = {}  # id -> [Operation (first seen), self, inclusive, line_start, line_end]
+    lines: dict[tuple[str, int, str], dict[str, float]] = {}
+    edges: dict[tuple[str, str], dict[str, float]] = {}
+    for p in parts:
+        metrics += [m for m in p.metrics if m not in metrics]
+        add(totals, p.totals)
+        for o in p.operations:
+            slot = ops.setdefault(o.id, [o, {}, {}, None, None])
+            add(slot[1], o.self_metrics)
+            add(slot[2], o.inclusive_metrics)
+            starts = [x for x in (slot[3], o.line_start) if x is not None]
+            ends = [x for x in (slot[4], o.line_end) if x is not None]
+            slot[3], slot[4] = (min(starts) if starts else None), (max(ends) if ends else None)
+        for lc in p.lines:
+            add(lines.setdefault((lc.file, lc.line, lc.operation), {}), lc.self_metrics)
+        for e in p.edges:
+            add(edges.setdefault((e.caller, e.callee), {}), e.metrics)
+    granularity = [g for g in GRANULARITIES if any(g in p.granularity for p in parts)]
+    return canonical(Profile(
+        tool=first.tool, tool_version=first.tool_version, target=first.target, granularity=granularity,  # type: ignore[arg-type]
+        metrics=metrics, totals=totals,
+        operations=[msgspec.structs.replace(o, self_metrics=s, inclusive_metrics=i, line_start=lo, line_end=hi)
+                    for o, s, i, lo, hi in ops.values()],
+        lines=[LineCost(file=f, line=ln, operation=op, self_metrics=v) for (f, ln, op), v in lines.items()],
+        edges=[CallEdge(caller=a, callee=b, metrics=v) for (a, b), v in edges.items()],
+    ))

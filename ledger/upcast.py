@@ -90,6 +90,9 @@ def _capture_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 def _routing_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v1 routing used the declared overhead factors only."""
     return {**data, "overheads": {}}
+def _normalized_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """ProfileNormalized v1 was always one capture's profile: no parts."""
+    return {**data, "parts": []}
 
 
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
@@ -99,6 +102,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("ProfileCaptured", 1): _capture_v1_to_v2,
     ("ProfileCaptured", 2): _capture_v2_to_v3,
     ("RoutingDecided", 1): _routing_v1_to_v2,
+    ("ProfileNormalized", 1): _normalized_v1_to_v2,
 }
 
 

@@ -140,8 +140,9 @@ def _apply(state: RunState, env: Envelope) -> RunState:
     raise TypeError(f"run state: no rule for event type {env.type!r}")
 
 
-# Read where needed from the events themselves (the judge reads the drawn holdouts), not folded here.
-_IGNORED: frozenset[str] = frozenset({"HoldoutsDrawn"})
+# Read where needed from the events themselves (the judge reads the drawn holdouts and how a
+# reprofile was sized), not folded here.
+_IGNORED: frozenset[str] = frozenset({"HoldoutsDrawn", "ReprofileResolved"})
 
 
 def _candidate(state: RunState, cid: str, **changes: Any) -> RunState:

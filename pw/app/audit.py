@@ -195,6 +195,7 @@ def check_profiles(ctx: AuditContext) -> str | None:
     from pw.workload.capture import renormalize
 
     captured = {}
+    single: set[tuple[str, str, str]] = set()  # (target, adapter, sha) of one-capture profiles seen
     for env in ctx.events:
         data = env.data
         if isinstance(data, ev.ProfileCaptured):
@@ -205,7 +206,12 @@ def check_profiles(ctx: AuditContext) -> str | None:
                     return (f"event seq {env.seq}: the {data.adapter} capture of {data.target} claims to reuse "
                             f"{data.reused_from}'s, which has no capture of the same executable and evidence before it")
             captured[(data.target, data.adapter)] = data
+        elif isinstance(data, ev.ProfileNormalized) and data.parts:
+            problem = _merged_divergence(ctx, env.seq, data, single)
+            if problem is not None:
+                return problem
         elif isinstance(data, ev.ProfileNormalized):
+            single.add((data.target, data.adapter, data.profile_sha256))
             cap = captured.get((data.target, data.adapter))
             if cap is None:
                 return f"event seq {env.seq}: profile of {data.target} has no capture before it"
@@ -218,10 +224,93 @@ def check_profiles(ctx: AuditContext) -> str | None:
     return None
 
 
+def _merged_divergence(ctx: AuditContext, seq: int, data, single: set) -> str | None:
+    """A profile that sums several runs must sum exactly runs recorded before it, of its target."""
+    import hashlib
+
+    from ledger.profile import decode_profile, encode_profile, merge_profiles
+
+    strays = [p[:12] for p in data.parts if (data.target, data.adapter, p) not in single]
+    if strays:
+        return (f"event seq {seq}: the merged {data.adapter} profile of {data.target} sums {', '.join(strays)}, "
+                "which no earlier single-run profile of it recorded")
+    try:
+        merged = encode_profile(merge_profiles([decode_profile(ctx.evidence.get(p)) for p in data.parts]))
+    except (ValueError, OSError) as exc:
+        return f"event seq {seq}: the merged {data.adapter} profile of {data.target} cannot be recomputed ({exc})"
+    if hashlib.sha256(merged).hexdigest() != data.profile_sha256:
+        return f"event seq {seq}: the merged {data.adapter} profile of {data.target} does not follow from its parts"
+    return None
+
+
+def check_resolutions(ctx: AuditContext) -> str | None:
+    """Replay how every reprofile was sized: the speedup it resolved follows from the campaign, and
+    each look's samples, shares and decision follow from the recorded single-run profiles and the
+    rule (``pw.rules.resolution``)."""
+    from ledger import events as ev
+
+    for i, env in enumerate(ctx.events):
+        if isinstance(env.data, ev.ReprofileResolved):
+            problem = _resolution_divergence(ctx, i, env.data)
+            if problem is not None:
+                return f"event seq {env.seq}: the reprofile of {env.data.target} {problem}"
+    return None
+
+
+def _resolution_divergence(ctx: AuditContext, i: int, r) -> str | None:
+    from ledger import events as ev
+    from ledger.profile import decode_profile, merge_profiles
+    from projections.profile_diff import diff_profiles
+    from pw.rules import judge
+    from pw.rules import resolution as rz
+
+    before = ctx.events[:i]
+    verdict, speedup = judge.saving_to_resolve(before, r.target)
+    if speedup != r.speedup:
+        return f"resolved a speedup of {r.speedup}, but its campaign gives {speedup}"
+    if r.stop == "not-needed":
+        if verdict == "FASTER" and rz.target_band(speedup) is not None:
+            return "recorded not-needed, but its campaign decided faster"
+        return None
+    if r.rule != rz.RESOLUTION_RULE or r.fraction != rz.RESOLUTION_FRACTION:
+        return f"was sized by rule {r.rule!r} (fraction {r.fraction}), not this ProfileWeaver's {rz.RESOLUTION_RULE!r}"
+    if verdict != "FASTER":
+        return f"grew to resolve a saving its campaign did not decide ({verdict})"
+    hot = judge.select(before, r.target).hotspot
+    if hot is None:
+        return "was sized without a hotspot"
+    known = {(e.data.target, e.data.profile_sha256) for e in before
+             if isinstance(e.data, ev.ProfileNormalized) and not e.data.parts and e.data.adapter == r.adapter}
+    for label, parts in ((r.reference, r.before_parts), (r.target, r.after_parts)):
+        strays = [p[:12] for p in parts if (label, p) not in known]
+        if strays:
+            return f"cites {', '.join(strays)} as runs of {label}, which no single-run profile of it recorded"
+    budget = rz.Budget(max_runs=r.max_runs, max_time_s=r.max_time_s)
+    profiles = {}
+    looks = []
+    for k, recorded in enumerate(r.looks):
+        try:
+            bp = merge_profiles([profiles.setdefault(p, decode_profile(ctx.evidence.get(p)))
+                                 for p in r.before_parts[:recorded.runs_before]])
+            cp = merge_profiles([profiles.setdefault(p, decode_profile(ctx.evidence.get(p)))
+                                 for p in r.after_parts[:recorded.runs_after]])
+        except (ValueError, OSError) as exc:
+            return f"look {k + 1} cannot be recomputed ({exc})"
+        look = rz.look_of(diff_profiles(bp, cp, hotspot=hot[1].operation, metric=hot[1].metric),
+                          recorded.runs_before, recorded.runs_after, recorded.elapsed_s)
+        seen = (recorded.samples_before, recorded.samples_after, recorded.share_before, recorded.share_after)
+        if look is None or (look.samples_before, look.samples_after, look.share_before, look.share_after) != seen:
+            return f"look {k + 1} no longer follows from its profiles (recorded samples and shares {seen})"
+        looks.append(look)
+    problem = rz.replay_resolution(looks, [lk.decision for lk in r.looks], r.stop, speedup, budget)
+    return None if problem is None else f"no longer stops where it did: {problem}"
+
+
 CHECKS: list[tuple[str, Callable[[AuditContext], str | None]]] = [
     ("evidence", check_evidence),
     ("profiles", check_profiles),
     ("stops", check_stops),
+    ("resolutions", check_resolutions),
     ("verdicts", check_verdicts),
     ("projections", check_projections),
 ]

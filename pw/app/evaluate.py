@@ -303,6 +303,13 @@ def more(
             failure_class=result.failure.failure_class,
         )
     state = handle.record(state, [result.timing])
+    # A campaign that now decides faster asks its reprofile to resolve the saving (it may grow).
+    adapter = state.hotspot and _baseline_adapter(state)
+    if adapter is not None:
+        from pw.app.resolve import resolve_reprofile
+
+        state = resolve_reprofile(handle, state, cid, profiling_targets(handle, state, adapter), progress,
+                                  profile_once)
     return _judged(handle, state, cid, cand.diff.attempt, scratch, progress)
 
 
@@ -431,13 +438,15 @@ TIMELINE_ADAPTERS = ("cupti", "nsys")
 
 def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, counters: bool = True,
               adapter: str | None = None, reuse: bool = True) -> object:
-    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable);
-    with ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too, and a
-    CPU hotspot diagnosed with another adapter (callgrind) gets that adapter's capture when the cost
+    """Profile the candidate with the adapter that profiled the baseline (same metric, comparable),
+    growing a sampled reprofile until it resolves the campaign's saving (``pw.app.resolve``); with
+    ``counters``, a GPU hotspot diagnosed with ncu at baseline gets its ncu capture too, and a CPU
+    hotspot diagnosed with another adapter (callgrind) gets that adapter's capture when the cost
     model allows it (``reprofile_extra.diagnosis_adapter``). A byte-identical executable already
     profiled with the adapter reuses that evidence (``reprofile_extra.capture_or_reuse``), unless
     ``reuse`` is False (`pw confirm --fresh`: fresh evidence means a profiler runs)."""
     from pw.app import reprofile_extra
+    from pw.app.resolve import resolve_reprofile
 
     main = adapter is None
     adapter = adapter or (state.hotspot and _baseline_adapter(state))
@@ -445,19 +454,69 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
         return state
     timed_target = target
     progress(f"reprofile with {adapter}")
+    reusing = reuse and reprofile_extra.reuse_source(state, timed_target, adapter) is not None
+    targets = profiling_targets(handle, state, adapter, twin=not reusing)  # a reuse needs no -g twin
+    profiled, note = targets(target.label, target)
+    state, result = profile_once(handle, state, profiled, adapter, note, timed=timed_target, reuse=reuse,
+                                 progress=progress)
+    if main:  # the diagnosis adapter (exact counts) has nothing to resolve by sampling more
+        state = resolve_reprofile(handle, state, profiled.label, targets, progress, profile_once)
+    if counters:
+        state = _reprofile_counters(handle, state, profiled, result.profile, progress)
+    diagnosis = reprofile_extra.diagnosis_adapter(handle, state, adapter, progress) if main else None
+    return reprofile(handle, state, timed_target, progress, counters=False, adapter=diagnosis,
+                     reuse=reuse) if diagnosis else state
+
+
+def profiling_targets(handle: RunHandle, state, adapter: str, *, twin: bool = True):
+    """``for_label(label, timed=None) -> (target, build note)``: where to profile a side (the baseline,
+    a candidate). A baseline profiled from its -g twin is compared with -g twins, not bare builds;
+    each twin is built once per call of this function."""
     from pw.workload import debug_build
 
-    # A baseline profiled from its -g twin is compared with the candidate's -g twin, not its bare build.
-    dbg = None
     base_capture = state.captures.get(f"baseline:{adapter}")
-    if base_capture is not None and debug_build.used_for(base_capture.build_note) and \
-            not (reuse and reprofile_extra.reuse_source(state, timed_target, adapter)):  # (reuse needs no -g twin)
-        dbg = debug_build.make(state.run.contract, target, handle.evidence, handle.logs, handle.path / "scratch")
-        target = dbg.target or target
+    twin = twin and base_capture is not None and debug_build.used_for(base_capture.build_note)
+    made: dict[str, tuple[execute.Target, str | None]] = {}
+
+    def for_label(label: str, timed: execute.Target | None = None) -> tuple[execute.Target, str | None]:
+        if label not in made:
+            if timed is None:
+                if label == "baseline":
+                    timed = ensure_baseline_built(handle, state)
+                else:
+                    ws = handle.path / state.candidates[label].prepared.workspace
+                    timed = candidate_target(handle, label, ws, workspace.source_files(ws))
+            found: tuple[execute.Target, str | None] = (timed, None)
+            if twin:
+                dbg = debug_build.make(state.run.contract, timed, handle.evidence, handle.logs, handle.path / "scratch")
+                found = (dbg.target or timed, dbg.note)
+            made[label] = found
+        return made[label]
+
+    return for_label
+
+
+def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str, note: str | None, *,
+                 timed: execute.Target | None = None, reuse: bool = False, progress=lambda _m: None):
+    """One profiled run of `target`, recorded (ProfileCaptured, ProfileNormalized) and checked like a
+    timed one: (state, the capture's result). A target profiled before is normalized against the
+    build tree its earlier capture named, so every run of it gives the same operation ids. With
+    ``timed`` (the first capture of a reprofile), the overhead and the executable's hash are recorded
+    and, with ``reuse``, an identical executable's earlier capture is reused instead."""
+    from pw.app import reprofile_extra
+    from pw.workload import capture as profiling
+
+    earlier = state.captures.get(f"{target.label}:{adapter}")
+    root = earlier.source_root if earlier is not None and earlier.source_root else None
     before = workspace.snapshot(target.build_dir)
-    result = reprofile_extra.capture_or_reuse(handle, state, timed_target, target, adapter, progress, reuse=reuse)
-    if dbg is not None and result.captured.reused_from is None:
-        result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=dbg.note))
+    if timed is not None:
+        result = reprofile_extra.capture_or_reuse(handle, state, timed, target, adapter, progress, reuse=reuse,
+                                                  source_root=root)
+    else:
+        result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch",
+                                   source_root=root)
+    if note is not None and result.captured.reused_from is None:
+        result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=note))
     # Like every timed run (execute.run_once), the profiled run must not leave files in the build
     # tree: a file it creates there (a result cache) would be read by the next campaign's runs.
     for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
@@ -473,11 +532,7 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
             stage="reprofile", target=target.label, failure_class="output-mismatch",
             message=f"profiled run ({adapter}), {stream}: differs from its oracle-checked output ({detail})",
         )])
-    if counters:
-        state = _reprofile_counters(handle, state, target, result.profile, progress)
-    diagnosis = reprofile_extra.diagnosis_adapter(handle, state, adapter, progress) if main else None
-    return reprofile(handle, state, timed_target, progress, counters=False, adapter=diagnosis,
-                     reuse=reuse) if diagnosis else state
+    return state, result
 
 
 def _reprofile_counters(handle: RunHandle, state, target: execute.Target, timeline, progress) -> object:

@@ -39,7 +39,7 @@ def reuse_source(state, timed: Target, adapter: str) -> ev.ProfileCaptured | Non
 
 
 def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: str, progress, *,
-                     reuse: bool = True) -> profiling.ProfileResult:
+                     reuse: bool = True, source_root: str | None = None) -> profiling.ProfileResult:
     """``profiled`` (the timed build, or its -g twin) captured with ``adapter``, or ``timed``'s
     byte-identical executable's earlier capture reused; the overhead and the hash recorded either way."""
     from projections.overhead import timed_wall
@@ -50,7 +50,8 @@ def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: st
     if source is not None:
         progress(f"reprofile with {adapter}: executable identical to {source.target}'s, reusing its profile")
         return profiling.reuse(contract, profiled, source, handle.evidence)
-    result = profiling.capture(contract, profiled, adapter, handle.evidence, handle.path / "scratch")
+    result = profiling.capture(contract, profiled, adapter, handle.evidence, handle.path / "scratch",
+                               source_root=source_root)
     return profiling.measured(result, timed_wall(state.timings, timed.label, contract.metric.kind), exe)
 
 

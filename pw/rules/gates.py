@@ -70,8 +70,11 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      a sampled time profile without that evidence (no launcher report, no timed runs) cannot
 #      show a mechanism. "Explains more than 100%" is capped at 100% + EXPLAINED_EXCESS_MAX
 #      whatever the band (a wide band at a small speedup let "explains 180%" pass).
-GATE_RULES = 5
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5)
+#   6: a sampled hotspot whose shrink lies within its band, in a campaign that decided FASTER, says
+#      how many samples per profile would resolve the campaign's saving (``pw.rules.resolution``) and, when the reprofile's budget
+#      stopped it short (``ResolutionFacts``), that it did; results unchanged, details richer.
+GATE_RULES = 6
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
@@ -173,6 +176,8 @@ class DiagnosisFacts(_Plain):
     total_before: float
     total_after: float
     reused: bool = False  # the candidate's capture reused an identical executable's evidence
+
+
 class ProfileConsistency(_Plain):
     """Whether the profiled runs were the timed programs (gate rules 5). A program that can tell
     a profiled run from a timed one can shape its profile (keep a saving out of it, or put cost
@@ -193,6 +198,18 @@ class ProfileConsistency(_Plain):
     candidate_timed_median_s: float | None = None
     candidate_timed_log_sd: float | None = None
     candidate_timed_runs: int = 0
+
+
+class ResolutionFacts(_Plain):
+    """How the reprofile was sized (``ReprofileResolved``): its stop (resolved, budget, not-needed),
+    the profiled runs merged on each side, the budget, and the samples per profile it asked for."""
+
+    stop: str
+    runs_before: int
+    runs_after: int
+    max_runs: int
+    max_time_s: float
+    required_samples: int | None = None
 
 
 class Claim(_Plain):
@@ -225,6 +242,7 @@ class Seqs(_Plain):
     hotspot: int | None = None  # HotspotSelected
     baseline_profile: int | None = None  # ProfileNormalized of the baseline
     candidate_profile: int | None = None  # ProfileNormalized of the candidate's reprofile
+    resolution: int | None = None  # ReprofileResolved: how many runs the reprofile took, and why
 
 
 class GateInputs(_Plain):
@@ -249,6 +267,7 @@ class GateInputs(_Plain):
     counter: CounterFacts | None = None  # GPU hotspots: the counter the mechanism names
     diagnosis: DiagnosisFacts | None = None  # the diagnosis adapter's before/after (no gate reads it)
     profile_consistency: ProfileConsistency | None = None  # rules 5: the profiles are of the timed programs
+    resolution: ResolutionFacts | None = None  # sampled reprofiles: how many runs were merged, and why
     # no collateral
     wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
     peak_rss_kb_baseline: list[float] = []
@@ -454,7 +473,8 @@ def _mechanism(i: GateInputs, rules: int) -> GateResult:
         elif passed_detail:
             passed_detail += f"; speedup interval low {_g(low)} within the Amdahl ceiling {_g(h.amdahl_ceiling)}"
     return _result("mechanism", failures, passed_detail,
-                   [i.seqs.hotspot, i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.timing])
+                   [i.seqs.hotspot, i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.timing,
+                    i.seqs.resolution if rules >= 6 else None])
 
 
 #: Relative change a GPU counter must show to count as moved (counters of one launch repeat to well
@@ -591,7 +611,8 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     if not shrink > 0:
         return [f"{text}: the hotspot did not shrink"], ""
     if shrink <= band:
-        return [f"{text}: the shrink is within the hotspot's noise band {_g(band)} ({how})"], ""
+        unresolved = _unresolved(i, sb, sa, scale, totals, band) if rules >= 6 and totals is not None and scale else ""
+        return [f"{text}: the shrink is within the hotspot's noise band {_g(band)} ({how}){unresolved}"], ""
     if not saving > 0:
         return [f"{text}: the total did not shrink"], ""
     explained = shrink / saving
@@ -671,6 +692,29 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff) -> tuple[boo
         return False, (f"{text}: beyond the band of ±{math.exp(band) - 1:.0%} from the timed runs' spread: the "
                        "profile is not of the program that was timed (it behaved differently when profiled)")
     return True, f"profiled runs agree with the timed runs ({text}; band ±{math.exp(band) - 1:.0%})"
+
+
+def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple[float, float], band: float) -> str:
+    """Rules 6: how many samples per profile would resolve the campaign's saving, and whether the
+    reprofile's budget stopped it short of them; or, when these samples resolve it, that the
+    hotspot's shrink is too small for the saving."""
+    from pw.rules.resolution import required_samples, target_band
+
+    if (i.analysis or {}).get("verdict") != "FASTER":
+        return ""  # no decided saving to resolve: the significance gate says why
+    need, resolving = required_samples(sb, sa, scale), target_band(scale)
+    if need is None or resolving is None:
+        return ""
+    if band <= resolving:
+        return (f"; {_g(totals[0])} and {_g(totals[1])} samples resolve a {scale - 1:.1%} saving (band <= "
+                f"{_g(resolving)}), so the hotspot's shrink is too small to be the saving")
+    text = (f"; resolving a {scale - 1:.1%} saving needs about {need} samples per profile "
+            f"(have {_g(totals[0])} and {_g(totals[1])})")
+    r = i.resolution
+    if r is not None and r.stop == "budget":
+        text += (f": the reprofile's budget ({r.max_runs} profiled runs per profile, {_g(r.max_time_s)} s) "
+                 f"stopped at {r.runs_before} + {r.runs_after} runs")
+    return text
 
 
 def _rest_samples(d: ProfileDiff, hd) -> tuple[float, float] | None:

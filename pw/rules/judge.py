@@ -70,6 +70,7 @@ class Selection(msgspec.Struct, frozen=True):
     reference_diagnosis: Found = None  # the diagnosis adapter's profile of the reference (callgrind)
     candidate_diagnosis: Found = None  # ... and of this attempt
     candidate_diagnosis_capture: Found = None
+    resolution: Found = None  # ReprofileResolved of this attempt: how the reprofile was sized
 
 
 def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
@@ -124,6 +125,7 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         reference_diagnosis=baseline(ev.ProfileNormalized, target=ref, adapter=cand_diag[1].adapter) if cand_diag else None,
         candidate_diagnosis=cand_diag,
         candidate_diagnosis_capture=mine(ev.ProfileCaptured, target=cid, adapter=cand_diag[1].adapter) if cand_diag else None,
+        resolution=mine(ev.ReprofileResolved, target=cid),
     )
 
 
@@ -329,6 +331,13 @@ def _adapter_facts(s: Selection, profile_diff) -> g.AdapterFacts | None:
     )
 
 
+def _resolution_facts(r: ev.ReprofileResolved) -> g.ResolutionFacts:
+    last = r.looks[-1] if r.looks else None
+    return g.ResolutionFacts(stop=r.stop, runs_before=last.runs_before if last else 0,
+                             runs_after=last.runs_after if last else 0, max_runs=r.max_runs,
+                             max_time_s=r.max_time_s, required_samples=r.required_samples)
+
+
 def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, bytes],
                  rules: int = g.GATE_RULES) -> Judgement:
     """Judge `cid`'s latest attempt from `envelopes` and the profile bytes `profiles_needed` named,
@@ -372,6 +381,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
             oracle=oracle[0] if oracle else None, timing=timing[0] if timing else None,
             wall=timing[0] if wall is not None and timing else None, hotspot=hot[0] if hot else None,
             baseline_profile=base_prof[0] if base_prof else None, candidate_profile=cand_prof[0] if cand_prof else None,
+            resolution=s.resolution[0] if s.resolution else None,
         ),
         oracle=g.OracleFacts(passed=oracle[1].passed, detail=oracle[1].detail, method=oracle[1].method,
                              rtol=oracle[1].rtol, atol=oracle[1].atol) if oracle else None,
@@ -392,6 +402,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         counter=counter,
         diagnosis=_diagnosis_facts(s, profiles),
         profile_consistency=_profile_consistency(s, cid, ref) if profile_diff is not None else None,
+        resolution=_resolution_facts(s.resolution[1]) if s.resolution else None,
         wall_analysis=wall,
         peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],
@@ -457,3 +468,16 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         ),
         profile_diff=diff_bytes,
     )
+
+
+def saving_to_resolve(envelopes: list[ev.Envelope], cid: str) -> tuple[str | None, float | None]:
+    """(the campaign's verdict, the whole-process speedup the mechanism gate scales by) for `cid`'s
+    latest attempt, from the events alone: what a reprofile must resolve (``pw.rules.resolution``)."""
+    s = select(envelopes, cid)
+    if s.timing is None or s.run is None:
+        return None, None
+    analysis = analyze(s.timing[1], cid)
+    wall = analyze(s.timing[1], cid, ":wall_s") if s.run[1].contract.metric.kind == "roi" else None
+    verdict = analysis.get("verdict") if analysis else None
+    speedup = (wall or analysis or {}).get("speedup")
+    return verdict, float(speedup) if isinstance(speedup, (int, float)) else None

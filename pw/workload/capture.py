@@ -53,9 +53,12 @@ def sandbox_prefix(contract: Contract, target: Target, cwd: Path, out_dir: Path,
 
 def capture(
     contract: Contract, target: Target, adapter_name: str, evidence: EvidenceStore, scratch: Path,
-    focus: tuple[str, int] | None = None,
+    focus: tuple[str, int] | None = None, source_root: str | None = None,
 ) -> ProfileResult:
-    """``focus`` (operation name, launch count) narrows adapters that filter (ncu: one kernel)."""
+    """``focus`` (operation name, launch count) narrows adapters that filter (ncu: one kernel).
+    ``source_root``: the build tree the binary's debug paths refer to, when not ``target.build_dir``
+    (another run of a target profiled before, in a run directory copied since: its binary still
+    names the tree it was built in, and its profiles must line up with the earlier ones)."""
     adapter = adapter_by_name(adapter_name)
     if focus is not None:
         adapter.focus(*focus)
@@ -97,7 +100,7 @@ def capture(
     artifacts = read_artifacts(cap)
     stdout = artifacts.get("stdout.txt", b"")
     shas = {role: evidence.put(data) for role, data in sorted(artifacts.items())}
-    root = str(target.build_dir.resolve())
+    root = source_root or str(target.build_dir.resolve())
     profile = adapter.normalize(artifacts, root, target.label)
     profile_sha = evidence.put(encode_profile(profile))
     shutil.rmtree(out_dir, ignore_errors=True)
