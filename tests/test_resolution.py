@@ -1,6 +1,6 @@
 """How many samples a reprofile takes (issue 16): the pure rule (pw.rules.resolution), merging the
 profiles of several runs (ledger.profile.merge_profiles), and what the mechanism gate says under
-rules 5 when a real saving stays inside its band."""
+rules 6 when a real saving stays inside its band."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def test_a_v1_profile_normalized_reads_as_one_capture():
     assert data.parts == [] and data.profile_sha256 == "ab" * 32
 
 
-# --- the mechanism gate under rules 5 --------------------------------------------------------------
+# --- the mechanism gate under rules 6 --------------------------------------------------------------
 
 
 def _sampled(samples_per_run: int, runs: int) -> tuple:
@@ -169,7 +169,7 @@ def _sampled(samples_per_run: int, runs: int) -> tuple:
     return prof(0.85, 0.15), prof(1 / 1.05 - 0.15, 0.15)  # the candidate runs 1/1.05 of the baseline's time
 
 
-def _gate(samples_per_run: int, runs: int, rules: int = 5, resolution: ResolutionFacts | None = None):
+def _gate(samples_per_run: int, runs: int, rules: int = 6, resolution: ResolutionFacts | None = None):
     before, after = _sampled(samples_per_run, runs)
     inputs = good_inputs(analysis=analysis(1.05), profile_diff=diff_profiles(before, after, hotspot="matmul@demo.c"),
                          hotspot=HotspotFacts(operation="matmul@demo.c", metric="cpu_time_s", share=0.85,
@@ -210,7 +210,7 @@ def test_rules_five_tell_a_resolved_profile_whose_hotspot_did_not_shrink_enough(
     inputs = good_inputs(analysis=analysis(1.05), profile_diff=diff_profiles(before, after, hotspot="matmul@demo.c"),
                          hotspot=HotspotFacts(operation="matmul@demo.c", metric="cpu_time_s", share=0.85,
                                               amdahl_ceiling=1 / 0.15))
-    g = {g.name: g for g in evaluate_gates(inputs, rules=5)}["mechanism"]
+    g = {g.name: g for g in evaluate_gates(inputs, rules=6)}["mechanism"]
     assert not g.passed and "samples per profile" not in g.detail, g.detail
     assert "resolve a 5.0% saving" in g.detail and "too small to be the saving" in g.detail, g.detail
 
@@ -225,7 +225,7 @@ def test_the_limit_a_small_uniform_saving_passes_as_the_hotspots_once_resolved()
     inputs = good_inputs(analysis=analysis(1.05), profile_diff=diff_profiles(before, before, hotspot="matmul@demo.c"),
                          hotspot=HotspotFacts(operation="matmul@demo.c", metric="cpu_time_s", share=0.85,
                                               amdahl_ceiling=1 / 0.15))
-    g = {g.name: g for g in evaluate_gates(inputs, rules=5)}["mechanism"]
+    g = {g.name: g for g in evaluate_gates(inputs, rules=6)}["mechanism"]
     assert g.passed and "explains 8" in g.detail, g.detail
     # the rest's fall needs about this many samples per profile before "fell alike" can fire
     assert rz.required_samples(0.85, 0.85, 1 + 0.05 * 0.15) > 40_000
@@ -303,5 +303,5 @@ def test_rules_five_ask_for_samples_only_for_a_saving_the_campaign_decided():
     inputs = good_inputs(analysis=undecided, profile_diff=diff_profiles(before, after, hotspot="matmul@demo.c"),
                          hotspot=HotspotFacts(operation="matmul@demo.c", metric="cpu_time_s", share=0.85,
                                               amdahl_ceiling=1 / 0.15))
-    g = {g.name: g for g in evaluate_gates(inputs, rules=5)}["mechanism"]
+    g = {g.name: g for g in evaluate_gates(inputs, rules=6)}["mechanism"]
     assert not g.passed and "noise band" in g.detail and "samples per profile" not in g.detail, g.detail
