@@ -77,7 +77,9 @@ def test_class1_a_program_cannot_tell_its_profiled_run_from_a_timed_one(matmul_t
     import re
 
     _, out = evaluate_source(matmul_template, tmp_path, "class1-profiled-run.c")
-    assert "profiled run" not in " ".join(out["reasons"]), out["reasons"]
+    # Not caught by its profiled run's output (it can no longer tell that run apart). Whether the
+    # profile-consistency check passes depends on this host's noise, not on the cheat: not asserted.
+    assert "differs from its oracle-checked output" not in " ".join(out["reasons"]), out["reasons"]
     mech = next(g for g in out["gates"] if g["name"] == "mechanism")["detail"]
     after = re.search(r"hotspot matmul@matmul\.c [\d.]+% -> ([\d.]+)%", mech)
     assert after and float(after.group(1)) > 30.0, mech  # the multiply ran under perf too

@@ -86,9 +86,14 @@ def test_every_suite_kernel_starts_and_names_its_inlined_kernel(suite_copy, runs
     assert "never: config.mk" in brief and "utilities/*" in brief  # the harness is named as not editable
     # The dumps' write() time is a finding, stated when the run path leaves room (pytest's is long).
     numbers = json.loads((run / "agent-brief.json").read_text())["numbers"]
-    assert numbers["time_split"]["kernel"] >= 0.1
+    # Measured: 8-15% here, from perf's kernel samples (root, perf outside the sandbox) or from the
+    # timed runs' rusage; the finding is stated from KERNEL_FINDING up.
+    from pw.agent.brief import KERNEL_FINDING
+
+    share = numbers["time_split"]["kernel"]
+    assert share >= 0.05
     short = render_brief({**numbers, "run_dir": "runs/r1"}, count_tokens)[0]
-    assert "Finding: " in short and "of samples in the OS kernel" in short
+    assert ("of samples in the OS kernel" in short) == (share >= KERNEL_FINDING)
     captured = of_type(run, ev.ProfileCaptured)[0]
     assert captured.build_note and ".text identical to the timed build" in captured.build_note
     # The oracle run was traced cheaply: with a seccomp filter, and not much slower than timed runs.
