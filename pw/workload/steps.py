@@ -90,6 +90,9 @@ def base_env(step: Step, scratch: Path) -> dict[str, str]:
     env.setdefault("LC_ALL", "C")
     env["HOME"] = str(scratch / "home")
     env["TMPDIR"] = str(scratch / "tmp")
+    # Python's bytecode cache is a file a run writes into its own tree for the next run to read:
+    # a cache across runs, which pw rejects. No run writes one (every arm, every kind of run alike).
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(step.env)
     return env
 
