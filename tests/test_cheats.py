@@ -242,4 +242,8 @@ def test_an_unchanged_profile_with_the_real_campaigns_speedup_fails_mechanism(ma
     uniform = msgspec.structs.replace(inputs, profile_diff=same)
     assert {g.name: g for g in gates.evaluate_gates(uniform, rules=2)}["mechanism"].passed
     mech = {g.name: g for g in gates.evaluate_gates(uniform)}["mechanism"]
-    assert not mech.passed and "uniform speedup" in mech.detail, mech.detail
+    # Two rules catch it: the rest fell like the hotspot (rules 3; at ~600 samples per profile its
+    # band does not always resolve a 1.4x uniform fall), and the substituted profile's total does not
+    # stand to the candidate's timed runs as the reference's does to its own (rules 5).
+    assert not mech.passed, mech.detail
+    assert "uniform speedup" in mech.detail or "not of the program that was timed" in mech.detail, mech.detail
