@@ -355,7 +355,7 @@ def _uniform(cand, speedup: float = 1.3, **kw) -> GateInputs:
 
 
 def test_the_newest_rules_are_recorded_and_every_older_version_stays_callable():
-    assert GATE_RULES == 6 and RULE_VERSIONS == (1, 2, 3, 4, 5, 6)
+    assert GATE_RULES == 7 and RULE_VERSIONS == (1, 2, 3, 4, 5, 6, 7)
     inputs = decode_inputs(msgspec.json.decode(RECORDED.joinpath("non-hotspot-slow-baseline-profile.inputs.json")
                                                .read_bytes()))
     mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in RULE_VERSIONS}
@@ -486,3 +486,21 @@ def test_a_profiler_inside_the_sandbox_is_checked_by_the_profiles_total_alone():
     assert mech.passed and "profiled run " not in mech.detail and "profile's cpu_time_s" in mech.detail, mech.detail
     bad = replace(c, candidate_timed_median_s=4.0)
     assert not gates_of(good_inputs(profile_consistency=bad))["mechanism"].passed
+
+
+def test_a_reference_profile_summed_from_two_runs_is_compared_per_run():
+    """Rules 7. Seen on a 16-core host: a baseline profile grown to two runs by one candidate's
+    reprofile sizing was the reference of the next, a one-run profile, which rules 5-6 read as
+    -53%, "not of the program that was timed", failing an honest 1.9x interchange."""
+    one = diff_profiles(BASE, GOOD, hotspot=HOT)
+    d = diff_profiles(_scaled(BASE, 2.0), GOOD, hotspot=HOT)  # the same shares, two runs' samples
+    c = consistent(one, baseline_profile_runs=2)  # the timed medians and launcher reports are one run's
+    inputs = good_inputs(profile_diff=d, profile_consistency=c)
+    mech = gates_of(inputs)["mechanism"]
+    assert mech.passed and "profile's cpu_time_s per profiled run" in mech.detail, mech.detail
+    under6 = {g.name: g for g in evaluate_gates(inputs, rules=6)}["mechanism"]
+    assert not under6.passed and "(-50%)" in under6.detail, under6.detail
+    # Per run, a candidate profile holding half of what its own timed runs say still fails.
+    halved = replace(c, candidate_timed_median_s=2 * one.total_after, candidate_profiled_wall_s=2.4 * one.total_after)
+    mech = gates_of(good_inputs(profile_diff=d, profile_consistency=halved))["mechanism"]
+    assert not mech.passed and "per profiled run" in mech.detail and "(-50%)" in mech.detail, mech.detail

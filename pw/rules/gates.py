@@ -73,8 +73,11 @@ PEAK_RSS_SLACK_KB = 1024.0
 #   6: a sampled hotspot whose shrink lies within its band, in a campaign that decided FASTER, says
 #      how many samples per profile would resolve the campaign's saving (``pw.rules.resolution``) and, when the reprofile's budget
 #      stopped it short (``ResolutionFacts``), that it did; results unchanged, details richer.
-GATE_RULES = 6
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+#   7: the profile-consistency check compares a profile's total per profiled run: a reprofile grown
+#      by ``pw.rules.resolution`` sums several runs, and under rules 5-6 a reference summed from two
+#      runs made a one-run candidate profile read -50% ("not of the program that was timed").
+GATE_RULES = 7
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
@@ -198,6 +201,9 @@ class ProfileConsistency(_Plain):
     candidate_timed_median_s: float | None = None
     candidate_timed_log_sd: float | None = None
     candidate_timed_runs: int = 0
+    # How many profiled runs each profile sums (``ProfileNormalized.parts``; 1 for a single capture).
+    baseline_profile_runs: int = 1
+    candidate_profile_runs: int = 1
 
 
 class ResolutionFacts(_Plain):
@@ -425,7 +431,7 @@ def _mechanism(i: GateInputs, rules: int) -> GateResult:
             found, passed_detail = _concentration(i, d, hd, rules)
             failures.extend(found)
             if rules >= 5:
-                ok, detail = consistency_check(i.profile_consistency, d)
+                ok, detail = consistency_check(i.profile_consistency, d, rules)
                 if not ok:
                     # What the profiles would show, and why they cannot be taken as the timed program's.
                     failures.append(f"{passed_detail}; but {detail}" if passed_detail else detail)
@@ -651,10 +657,11 @@ def consistency_band(c: ProfileConsistency) -> float | None:
     return max(CONSISTENCY_FLOOR, CONSISTENCY_SIGMAS * spread)
 
 
-def consistency_check(c: ProfileConsistency | None, d: ProfileDiff) -> tuple[bool, str]:
+def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> tuple[bool, str]:
     """(passed, detail): were the reprofile and the reference profile of the programs that were
     timed? Exact counters (callgrind's instructions: a simulation, not a run's time) are not
-    checked, and say so; a sampled time profile needs the evidence, and fails without it."""
+    checked, and say so; a sampled time profile needs the evidence, and fails without it. Under
+    rules 7 a profile that sums several profiled runs is compared by its total per run."""
     if d.metric not in _TIME_METRICS or _sampled_totals(d) is None:
         return True, f"profile consistency not checked: {d.metric} is not a sampled time"
     if c is None:
@@ -676,7 +683,9 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff) -> tuple[boo
         return False, "; ".join([*missing, *timed] or ["no timed spread to derive a band from"]) + \
             ": no evidence that the profiles are of the timed programs"
     tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
-    checks = [(f"profile's {d.metric}", d.total_before, d.total_after, "s")]
+    runs_b, runs_c = (max(1, c.baseline_profile_runs), max(1, c.candidate_profile_runs)) if rules >= 7 else (1, 1)
+    per_run = " per profiled run" if (runs_b, runs_c) != (1, 1) else ""
+    checks = [(f"profile's {d.metric}{per_run}", d.total_before / runs_b, d.total_after / runs_c, "s")]
     if c.baseline_launched and c.candidate_launched:
         checks.insert(0, ("profiled run", c.baseline_profiled_wall_s, c.candidate_profiled_wall_s, "s"))
     found = []

@@ -315,7 +315,13 @@ def _profile_consistency(s: Selection, cid: str, ref: str) -> g.ProfileConsisten
         baseline_timed_median_s=b_med, baseline_timed_log_sd=b_sd, baseline_timed_runs=len(ref_timed),
         candidate_timed_median_s=c_med, candidate_timed_log_sd=c_sd,
         candidate_timed_runs=len(_timed_wall(s.timing[1], cid)),
+        baseline_profile_runs=_profiled_runs(s.baseline_profile), candidate_profile_runs=_profiled_runs(s.candidate_profile),
     )
+
+
+def _profiled_runs(found: Found) -> int:
+    """How many profiled runs a normalized profile sums: its parts, or the one capture."""
+    return max(1, len(found[1].parts)) if found is not None else 1
 
 
 def _adapter_facts(s: Selection, profile_diff) -> g.AdapterFacts | None:
