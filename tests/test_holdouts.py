@@ -83,7 +83,7 @@ def test_generators_need_an_oracle_that_compares_output(tmp_path):
         load_manifest(tmp_path)
 
 
-@pytest.mark.parametrize("name", ["matmul-c", "particles-aos-c", "pyloop"])
+@pytest.mark.parametrize("name", ["matmul-c", "particles-aos-c", "pyloop", "series-c"])
 def test_every_bundled_workload_declares_generators_that_match_its_timed_run(name):
     c, _ = load_manifest(WORKLOADS / name)
     assert c.oracle.kind == "baseline" and c.oracle.generators

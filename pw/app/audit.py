@@ -6,6 +6,7 @@ statistics, gates) add their checks to `CHECKS`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import msgspec
@@ -120,6 +121,29 @@ def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
     return None
 
 
+# Recomputing a paired analysis on another machine (another numpy, scipy or libm) can round the
+# last bit of a float differently: 0.9585920655113694 recorded on the device machine came back
+# ...696 here. A tampered sample moves the numbers by far more than this.
+ANALYSIS_RTOL = 1e-9
+
+
+def same_numbers(recorded, again, rtol: float = ANALYSIS_RTOL) -> bool:
+    """Whether two decoded JSON values are the same, floats within `rtol` of each other (lists and
+    tuples alike: a recomputed analysis holds tuples where the decoded one holds lists)."""
+    if isinstance(recorded, float) or isinstance(again, float):
+        if isinstance(recorded, bool) or isinstance(again, bool) or recorded is None or again is None:
+            return type(recorded) is type(again) and recorded == again
+        try:
+            return math.isclose(float(recorded), float(again), rel_tol=rtol, abs_tol=0.0) or recorded == again
+        except (TypeError, ValueError):
+            return False
+    if isinstance(recorded, dict) and isinstance(again, dict):
+        return recorded.keys() == again.keys() and all(same_numbers(recorded[k], again[k], rtol) for k in recorded)
+    if isinstance(recorded, (list, tuple)) and isinstance(again, (list, tuple)):
+        return len(recorded) == len(again) and all(same_numbers(a, b, rtol) for a, b in zip(recorded, again))
+    return recorded == again
+
+
 def _judged_rules(events, i: int) -> int:
     """The gate rules the candidate's judgement ending at event `i` was made under: those of its
     last GatesEvaluated before `i` (events written before the field existed say 1)."""
@@ -184,7 +208,7 @@ def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None
         changed = [a.name for a, b in zip(gates_env.data.gates, j.gates.gates) if a != b]
         return f"candidate {data.id}: gates at seq {gates_env.seq} no longer follow ({', '.join(changed)})"
     eval_env = next((e for e in events[start:i] if isinstance(e.data, ev.CandidateEvaluated)), None)
-    if eval_env is not None and msgspec.json.encode(eval_env.data.analysis) != msgspec.json.encode(j.evaluated.analysis):
+    if eval_env is not None and not same_numbers(eval_env.data.analysis, j.evaluated.analysis):
         return f"candidate {data.id}: paired analysis at seq {eval_env.seq} no longer follows from its samples"
     return None
 
