@@ -79,6 +79,10 @@ def test_the_brief_names_the_kernel_its_share_and_the_limiter_within_budget():
     # The ceiling comes from the kernel's share of the host's span, not of device time.
     assert hot.amdahl_ceiling < 1 / (1 - hot.share)
     assert f"Amdahl ceiling {hot.amdahl_ceiling:.2f}x" in brief and "of the host's CUDA span" in brief
+    # Recorded as HotspotSelected v1 (no span share); the upcast share is the one that brief stated.
+    raw = [msgspec.json.decode(line) for line in (DATA / "transpose-run" / "ledger.jsonl").read_bytes().splitlines()]
+    assert [r["v"] for r in raw if r["type"] == "HotspotSelected"] == [1]
+    assert f"({hot.span_share:.1%} of the host's CUDA span)" in brief
     routes = {e.data.phase: e.data.chosen for e in _events("transpose-run", "RoutingDecided")}
     assert routes == {"discovery": "cupti", "diagnosis": "ncu"}
 
