@@ -394,7 +394,17 @@ class ReprofileResolved(Payload, frozen=True):
 
 
 class HotspotSelected(Payload, frozen=True):
+    """The operation a rewrite should target: its inclusive ``share`` of the profile's primary
+    ``metric`` and the Amdahl ceiling of the whole program.
+
+    v2 records ``span_share``: for a device-time profile (a GPU timeline) that recorded the host's
+    span around the device work, the operation's share of that span, which the ceiling is taken from
+    (device work can hide behind host work, so its share of device time alone would promise too
+    much); None for any other profile, whose ceiling comes from ``share``. v1 had no such field:
+    readers re-derived it from the ceiling."""
+
     TYPE = "HotspotSelected"
+    VERSION = 2
     operation: str
     name: str
     file: str | None
@@ -403,6 +413,7 @@ class HotspotSelected(Payload, frozen=True):
     metric: str
     share: float
     amdahl_ceiling: float | None
+    span_share: float | None = None
 
 
 class SourceTargetsEmitted(Payload, frozen=True):

@@ -90,9 +90,31 @@ def _capture_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 def _routing_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v1 routing used the declared overhead factors only."""
     return {**data, "overheads": {}}
+
+
 def _normalized_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """ProfileNormalized v1 was always one capture's profile: no parts."""
     return {**data, "parts": []}
+
+
+# The device-time metrics of the v1 era (the GPU timelines' `gpu_time_ns`): history, frozen here.
+_V1_DEVICE_METRICS = ("gpu_time_ns",)
+
+
+def _hotspot_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """HotspotSelected v1 did not record the share of the host's span a device-time ceiling was
+    taken from; its ceiling 1 / (1 - s) holds it: s = 1 - 1 / ceiling (what v1's brief said). When
+    that is the device share itself, the profile recorded no span (the ceiling came from ``share``),
+    so none is claimed; without a finite ceiling none is known."""
+    out = dict(data)
+    ceiling, share = data.get("amdahl_ceiling"), data.get("share")
+    span = None
+    if (data.get("metric") in _V1_DEVICE_METRICS and isinstance(ceiling, (int, float)) and ceiling >= 1.0
+            and isinstance(share, (int, float))):  # a malformed payload fails validation, not here
+        s = round(1.0 - 1.0 / ceiling, 6)
+        span = None if abs(s - share) <= 1e-5 else s
+    out["span_share"] = span
+    return out
 
 
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
@@ -103,6 +125,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("ProfileCaptured", 2): _capture_v2_to_v3,
     ("RoutingDecided", 1): _routing_v1_to_v2,
     ("ProfileNormalized", 1): _normalized_v1_to_v2,
+    ("HotspotSelected", 1): _hotspot_v1_to_v2,
 }
 
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from ledger.evidence import EvidenceStore
 from ledger.files import write_atomic
 from ledger.store import Ledger
-from projections import documents, state
+from projections import documents, formats, state
 
 LOCK_NAME = ".projections.lock"
 
@@ -104,14 +104,33 @@ def write_all(run_dir: Path, files: dict[str, bytes]) -> list[str]:
     return written
 
 
-def first_divergence(run_dir: Path, files: dict[str, bytes], names: Iterable[str] | None = None) -> str | None:
-    """The first projection file whose disk bytes differ from the rebuild, described in one line."""
+class Comparison(NamedTuple):
+    divergence: str | None  # the first file that is neither today's rebuild nor an older format's
+    older: dict[str, int]  # file -> the older projection format whose rendering of this ledger it is
+
+
+def compare(run_dir: Path, files: dict[str, bytes], names: Iterable[str] | None = None) -> Comparison:
+    """Compare the projection files on disk with their rebuild. A file that differs is recognised as an
+    older format's (`projections.formats`) only when it is byte for byte what that format renders
+    from the same ledger; any other difference is a divergence."""
+    older: dict[str, int] = {}
     for name in names if names is not None else files:
         path = run_dir / name
         try:
             on_disk = path.read_bytes()
         except FileNotFoundError:
-            return f"{name}: missing on disk (the ledger supports it)"
-        if on_disk != files[name]:
-            return f"{name}: differs from its rebuild from the ledger (stale or edited)"
-    return None
+            return Comparison(f"{name}: missing on disk (the ledger supports it)", older)
+        if on_disk == files[name]:
+            continue
+        version = formats.recognise(name, on_disk, files[name])
+        if version is None:
+            return Comparison(f"{name}: differs from its rebuild from the ledger (stale or edited; "
+                              f"nor is it what an older projection format wrote)", older)
+        older[name] = version
+    return Comparison(None, older)
+
+
+def first_divergence(run_dir: Path, files: dict[str, bytes], names: Iterable[str] | None = None) -> str | None:
+    """The first projection file whose disk bytes are neither the rebuild's nor an older format's
+    rendering of the same ledger, described in one line."""
+    return compare(run_dir, files, names).divergence

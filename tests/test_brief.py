@@ -120,6 +120,17 @@ def test_brief_without_ceiling_still_names_the_hotspot():
     assert "Hotspot (perf): matmul = 100.0% of cpu_time_s" in text
 
 
+def test_brief_states_the_recorded_span_share_of_a_device_hotspot_and_nothing_else_derives_it():
+    """The share of the host's span is the hotspot rule's (recorded), never re-derived from the ceiling."""
+    gpu = {**numbers()["hotspot"], "metric": "gpu_time_ns", "share": 0.558, "ceiling": 1.35, "span_share": 0.2}
+    text = "\n".join(x.text for x in brief_lines(numbers(hotspot=gpu)))
+    assert "= 55.8% of gpu_time_ns (20.0% of the host's CUDA span); Amdahl ceiling 1.35x" in text
+    assert "25.9%" not in text  # 1 - 1/1.35: what re-deriving it would say
+    # A hotspot whose rule recorded no span share (a CPU profile, or a device one without a span) says none.
+    for hs in ({**gpu, "span_share": None}, {k: v for k, v in gpu.items() if k != "span_share"}):
+        assert "host's CUDA span" not in "\n".join(x.text for x in brief_lines(numbers(hotspot=hs)))
+
+
 def test_essentials_over_budget_raise_instead_of_emitting_a_long_brief():
     long_dir = "/very/deep/" + "/".join(f"directory-{i}" for i in range(60))
     with pytest.raises(ValueError, match="over the budget of 320"):

@@ -79,8 +79,26 @@ def test_the_brief_names_the_kernel_its_share_and_the_limiter_within_budget():
     # The ceiling comes from the kernel's share of the host's span, not of device time.
     assert hot.amdahl_ceiling < 1 / (1 - hot.share)
     assert f"Amdahl ceiling {hot.amdahl_ceiling:.2f}x" in brief and "of the host's CUDA span" in brief
+    # Recorded as HotspotSelected v1 (no span share); the upcast share is the one that brief stated.
+    raw = [msgspec.json.decode(line) for line in (DATA / "transpose-run" / "ledger.jsonl").read_bytes().splitlines()]
+    assert [r["v"] for r in raw if r["type"] == "HotspotSelected"] == [1]
+    assert f"({hot.span_share:.1%} of the host's CUDA span)" in brief
     routes = {e.data.phase: e.data.chosen for e in _events("transpose-run", "RoutingDecided")}
     assert routes == {"discovery": "cupti", "diagnosis": "ncu"}
+
+
+@pytest.mark.parametrize("run", ["transpose-run", "histogram-run"])
+def test_the_v1_hotspot_gives_the_same_baseline_brief_as_recorded(run):
+    """The baseline brief rendered again from its recorded numbers, with the span share read back from
+    the v1 HotspotSelected (the brief no longer derives it from the ceiling), is the recorded brief."""
+    from pw.agent.brief import render_brief
+
+    hot = _events(run, "HotspotSelected")[-1].data
+    brief = next(e.data for e in _events(run, "BriefEmitted") if e.data.target == "baseline")
+    assert "span_share" not in brief.numbers["hotspot"] and hot.span_share is not None
+    numbers = {**brief.numbers, "hotspot": {**brief.numbers["hotspot"], "span_share": hot.span_share}}
+    assert render_brief(numbers, count_tokens)[0] == brief.text
+    assert f"({hot.span_share:.1%} of the host's CUDA span)" in brief.text
 
 
 def test_the_naive_histogram_is_rejected_with_the_oracle_line():

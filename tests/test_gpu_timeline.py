@@ -277,4 +277,5 @@ def test_a_device_time_hotspot_is_bounded_by_its_share_of_the_host_span_not_of_d
     hot = select_hotspot(p, {"[gpu]"})
     kernel_ns = next(o for o in p.operations if o.id == hot.operation).inclusive_metrics["gpu_time_ns"]
     assert hot.amdahl_ceiling == pytest.approx(1 / (1 - kernel_ns / span), rel=1e-5)
+    assert hot.span_share == pytest.approx(kernel_ns / span, rel=1e-5)  # recorded for the brief to say
     assert hot.amdahl_ceiling < amdahl_ceiling(hot.share)

@@ -58,6 +58,7 @@ def test_share_is_inclusive_over_total_and_ceiling_is_amdahl():
     assert hot.operation == "outer@k.c"
     assert hot.share == pytest.approx(0.8)
     assert hot.amdahl_ceiling == pytest.approx(5.0)  # 1 / (1 - 0.8)
+    assert hot.span_share is None  # not device time: no host span to take a share of
 
 
 def test_chosen_by_self_cost_so_an_editable_main_does_not_win_by_inclusive_cost():

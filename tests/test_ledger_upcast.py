@@ -130,3 +130,29 @@ def test_malformed_v1_verdict_is_reported_not_crashed_on():
     # A v2 payload must say it: the field has no default.
     with pytest.raises(LedgerCorrupt, match="repairable"):
         decode_payload("VerdictReached", 2, _v1_verdict("rejected", "slower: 0.8x"))
+
+
+# --- HotspotSelected v1 -> v2: the share of the host's span a device-time ceiling was taken from ---
+
+def _v1_hotspot(metric: str, share: float, ceiling: float | None) -> dict:
+    return {"operation": "k@[gpu]", "name": "k", "file": None, "line_start": None, "line_end": None,
+            "metric": metric, "share": share, "amdahl_ceiling": ceiling}
+
+
+def test_v1_device_hotspot_reads_back_with_the_span_share_its_ceiling_was_taken_from():
+    # A kernel at 56% of device time but 20% of the host's span: ceiling 1 / (1 - 0.2) = 1.25.
+    data = _v1_hotspot("gpu_time_ns", 0.56, 1.25)
+    assert upcast("HotspotSelected", 1, 2, data) == {**data, "span_share": 0.2}
+    assert "span_share" not in data  # pure
+    assert decode_payload("HotspotSelected", 1, data).span_share == pytest.approx(0.2)
+
+
+def test_v1_hotspot_claims_no_span_share_where_none_was_recorded():
+    # CPU time: the ceiling is the share's own.
+    assert upcast("HotspotSelected", 1, 2, _v1_hotspot("cpu_time_s", 0.8, 5.0))["span_share"] is None
+    # Device time, but the ceiling is the device share's (the profile had no host span): no span claimed.
+    assert upcast("HotspotSelected", 1, 2, _v1_hotspot("gpu_time_ns", 0.8, 5.0))["span_share"] is None
+    # No finite ceiling: nothing to take it from.
+    assert upcast("HotspotSelected", 1, 2, _v1_hotspot("gpu_time_ns", 1.0, None))["span_share"] is None
+    with pytest.raises(LedgerCorrupt, match="HotspotSelected payload invalid"):
+        decode_payload("HotspotSelected", 1, {**_v1_hotspot("gpu_time_ns", 0.5, 1.25), "share": "x"}, seq=2)

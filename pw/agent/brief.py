@@ -30,11 +30,12 @@ RUN_HERE = "the directory holding this brief"
 
 
 def _wall_part(hs: dict) -> str:
-    """For device time, the share of the program's span the ceiling was taken from (device work can
-    hide behind host work, so the device share alone would promise too much)."""
-    if hs.get("metric") != "gpu_time_ns" or not hs.get("ceiling"):
+    """For device time, the share of the host's span the ceiling was taken from (device work can
+    hide behind host work, so the device share alone would promise too much): `span_share`, as the
+    hotspot rule recorded it (`HotspotSelected.span_share`; None for any other profile)."""
+    if hs.get("span_share") is None or not hs.get("ceiling"):
         return ""
-    return f" ({_pct(1.0 - 1.0 / hs['ceiling'])} of the host's CUDA span)"
+    return f" ({_pct(hs['span_share'])} of the host's CUDA span)"
 
 
 def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefLine]:

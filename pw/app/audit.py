@@ -13,8 +13,8 @@ import msgspec
 
 from ledger.evidence import EvidenceStore
 from ledger.store import Ledger
-from projections import documents, state
-from projections.materialize import first_divergence
+from projections import documents, formats, state
+from projections.materialize import compare
 from pw.app.runpath import RunDir
 
 
@@ -24,6 +24,7 @@ class AuditContext(msgspec.Struct):
     state: state.RunState
     files: dict[str, bytes]
     evidence: EvidenceStore
+    notes: list[str] = []  # what a passing check still says (an older projection format)
 
 
 class CheckResult(msgspec.Struct, frozen=True):
@@ -37,6 +38,7 @@ class AuditReport(msgspec.Struct, frozen=True):
     head_seq: int
     checks: list[CheckResult]
     first_divergence: str | None
+    notes: list[str] = []
 
 
 def _evidence_refs(events) -> list[tuple[int, str]]:
@@ -85,7 +87,26 @@ def check_evidence(ctx: AuditContext) -> str | None:
 
 
 def check_projections(ctx: AuditContext) -> str | None:
-    return first_divergence(ctx.run.path, ctx.files)
+    """Every projection file is today's rebuild from the ledger, or exactly what an older projection
+    format wrote from it (a run made before an upgrade).
+
+    An older format's file is a note, not a failure. Its bytes were recomputed here from this ledger
+    by that format's rules (`projections.formats`, never a marker the file carries), so it says
+    nothing the ledger does not; it is only in an older shape. Projections are derived: every verdict
+    is recomputed from the ledger and the evidence whatever they hold. Failing it would make every
+    upgrade fail the audit of every earlier run, which teaches readers to disregard this check or to
+    `pw rebuild` before auditing, erasing the edits it is there to find. A file that matches neither
+    today's format nor an older one's rendering of this ledger still fails."""
+    found = compare(ctx.run.path, ctx.files)
+    if found.older:
+        by_version: dict[int, list[str]] = {}
+        for name, version in found.older.items():
+            by_version.setdefault(version, []).append(name)
+        for version, names in sorted(by_version.items()):
+            ctx.notes.append(f"projections: {', '.join(names)} in projection format {version}, exactly as it "
+                             f"renders this ledger (this ProfileWeaver writes format {formats.FORMAT}: "
+                             f"{formats.changed_since(version)}); `pw rebuild` refreshes them")
+    return found.divergence
 
 
 def check_stops(ctx: AuditContext) -> str | None:
@@ -361,12 +382,14 @@ def audit_run(run: RunDir) -> AuditReport:
     # check's finding, not a crash of the audit.
     files.update({name: evidence.get(sha) for name, sha in documents.evidence_copies(run_state).items()
                   if evidence.has(sha)})
-    ctx = AuditContext(run, events, run_state, files, evidence)
+    ctx = AuditContext(run, events, run_state, files, evidence, [])
     results = [CheckResult("chain", True, f"{verified.events} events, hash chain intact")]
     first = None
     for name, check in CHECKS:
+        noted = len(ctx.notes)
         problem = check(ctx)
-        results.append(CheckResult(name, problem is None, problem or "ok"))
+        detail = problem or ("ok" if len(ctx.notes) == noted else "ok (see note)")
+        results.append(CheckResult(name, problem is None, detail))
         if problem is not None and first is None:
             first = f"{name}: {problem}"
-    return AuditReport(first is None, verified.head.seq, results, first)
+    return AuditReport(first is None, verified.head.seq, results, first, list(ctx.notes))

@@ -375,7 +375,7 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "adapter": adapter, "adapter_mode": probe.mode if probe else None,
         "hotspot": {"name": hot.name, "file": hot.file, "line_start": hot.line_start, "line_end": hot.line_end,
                     "share": hot.share, "metric": hot.metric, "ceiling": hot.amdahl_ceiling,
-                    "operation": hot.operation},
+                    "span_share": hot.span_share, "operation": hot.operation},
         "hot_lines": line_shares,
         "mechanisms": [{"id": m["id"], "score": round(m["score"], 3), "description": m["description"],
                         "evidence": [_evidence_text(e) for e in m["evidence"] if e["kind"] == "fact"][:2]}

@@ -36,6 +36,8 @@ def audit(args) -> int:
         for check in report.checks:
             mark = "ok  " if check.ok else "FAIL"
             print_text(f"{mark} {check.name}: {check.detail}")
+        for note in report.notes:
+            print_text(f"note {note}")
         print_text("audit passed" if report.ok else f"audit failed: {report.first_divergence}")
     return 0 if report.ok else 1
 

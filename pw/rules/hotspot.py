@@ -24,7 +24,8 @@ def amdahl_ceiling(share: float) -> float | None:
 
 # Device-time profiles (a GPU timeline) measure the device only; the program's wall clock also holds
 # host work that device time can hide behind. Their ceiling uses the kernel's share of the host's
-# CUDA span instead, where the profile records it.
+# CUDA span instead, where the profile records it (`HotspotSelected.span_share`). The one place that
+# knows which metrics are device time.
 DEVICE_METRICS = frozenset({"gpu_time_ns"})
 HOST_SPAN = "host_span_ns"
 
@@ -101,8 +102,8 @@ def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSele
     # Inclusive cost bounds what a rewrite of this function (and what it calls) can save.
     inclusive = hot.inclusive_metrics.get(metric, hot.self_metrics.get(metric, 0.0))
     share = min(1.0, inclusive / total)
-    bound = wall_share(profile, inclusive)
-    ceiling = amdahl_ceiling(share if bound is None else bound)
+    span = wall_share(profile, inclusive)  # recorded: readers (the brief) say it, never re-derive it
+    ceiling = amdahl_ceiling(share if span is None else span)
     return ev.HotspotSelected(
         operation=hot.id,
         name=hot.name,
@@ -112,6 +113,7 @@ def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSele
         metric=metric,
         share=round(share, 6),
         amdahl_ceiling=None if ceiling is None else round(ceiling, 6),
+        span_share=None if span is None else round(span, 6),
     )
 
 

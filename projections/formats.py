@@ -1,0 +1,140 @@
+"""Projection formats: the bytes an older ProfileWeaver wrote for the same ledger.
+
+A projection is a pure function of the ledger, but the function changes between versions (a field
+added to a document, a list that did not exist), so an older run's stored projections differ from
+today's rebuild although nothing was edited. `FORMAT` numbers today's rendering; `STEPS[k]` turns a
+file rendered in format k into what format k - 1 wrote for the same state, or None where format
+k - 1 could not have written that state (it says something that format had no place for). `pw audit`
+uses them to recognise an older format's file by recomputing its bytes from this very ledger.
+
+No marker in the files says which format they are in. A marker would be part of what an editor of
+the file writes: a forged "old format" could then excuse any difference. Bytes recomputed from the
+ledger cannot be forged: a file is of format k only if it is exactly what format k renders.
+
+Whenever a change alters any projection's bytes for the same ledger, bump `FORMAT` and add the step
+(tests/test_projection_formats.py keeps a format-1 set of a recorded run that must stay recognised).
+
+Pure: bytes in, bytes out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fnmatch import fnmatch
+from typing import Any, NamedTuple
+
+import msgspec
+
+from ledger.contract import Profiling
+
+FORMAT = 2
+
+Downgrade = Callable[[bytes], bytes | None]
+
+
+class Step(NamedTuple):
+    """From format `k` to `k - 1`: what changed, and per file (a glob on its run-relative name) the
+    downgrade. A file no step names was rendered the same by both formats."""
+
+    changed: str
+    files: dict[str, Downgrade]
+
+
+def _json(edit: Callable[[Any], bool]) -> Downgrade:
+    """A downgrade of a JSON projection: `edit` changes the decoded document in place (key order
+    kept: documents are rendered in declaration order) and says whether the older format could have
+    written it. Encoded as `ledger.codec.canonical_json` encodes."""
+
+    def down(data: bytes) -> bytes | None:
+        try:
+            doc = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            return None
+        if not edit(doc):
+            return None
+        return msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n"
+
+    return down
+
+
+# --- 2 -> 1: the loop after the first win (RoutingDecided v2, routing climbs, reprofile budgets,
+# diagnosis reprofiles, evidence reused by executable hash) ----------------------------------------
+
+_PROFILING = Profiling()
+
+
+def _plan_1(doc: Any) -> bool:
+    """Format 1's contract had no reprofile budget: a plan at the defaults (what a format-1 ledger
+    decodes to) loses nothing without it; one that sets another budget was not written by format 1."""
+    contract = doc.get("contract") if isinstance(doc, dict) else None
+    p = contract.get("profiling") if isinstance(contract, dict) else None
+    if not isinstance(p, dict) or (p.get("max_runs"), p.get("max_time_s")) != (_PROFILING.max_runs,
+                                                                               _PROFILING.max_time_s):
+        return False
+    del p["max_runs"], p["max_time_s"]
+    return True
+
+
+def _routing_1(doc: Any) -> bool:
+    """Format 1 had one decision per phase and no measured overheads: no `climbs` list (one climb at
+    most, the diagnosis phase's own decision) and no `overheads` in a decision."""
+    phases = doc.get("phases") if isinstance(doc, dict) else None
+    if not isinstance(phases, dict) or not all(isinstance(d, dict) and d.get("overheads") == {}
+                                               for d in phases.values()):
+        return False
+    one = [phases["diagnosis"]] if "diagnosis" in phases else []
+    if doc.get("climbs") != one:
+        return False
+    for d in phases.values():
+        del d["overheads"]
+    del doc["climbs"]
+    return True
+
+
+def _report_1(doc: Any) -> bool:
+    """Format 1's candidates had no diagnosis reprofile and reused no evidence."""
+    cands = doc.get("candidates") if isinstance(doc, dict) else None
+    if not isinstance(cands, list) or not all(isinstance(c, dict) and c.get("diagnosis", 0) is None
+                                              and c.get("reused") == [] for c in cands):
+        return False
+    for c in cands:
+        del c["diagnosis"], c["reused"]
+    return True
+
+
+STEPS: dict[int, Step] = {
+    2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
+            "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
+            {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
+             "report.json": _json(_report_1)}),
+}
+
+
+def rendered_in(name: str, current: bytes, version: int) -> bytes | None:
+    """What format `version` wrote for the file `name` that today's format renders as `current`;
+    None where that format could not have written it."""
+    data: bytes | None = current
+    for k in range(FORMAT, version, -1):
+        step = STEPS[k]
+        down = next((f for pattern, f in step.files.items() if fnmatch(name, pattern)), None)
+        if down is not None:
+            data = down(data)
+            if data is None:
+                return None
+    return data
+
+
+def recognise(name: str, on_disk: bytes, current: bytes) -> int | None:
+    """The older format whose rendering of this state `on_disk` is, byte for byte; None if none is."""
+    for version in range(FORMAT - 1, 0, -1):
+        older = rendered_in(name, current, version)
+        if older is None:
+            return None
+        if older == on_disk:
+            return version
+    return None
+
+
+def changed_since(version: int) -> str:
+    """What changed in the projections after format `version`, oldest first."""
+    return "; ".join(f"format {k} changed {STEPS[k].changed}" for k in range(version + 1, FORMAT + 1))
