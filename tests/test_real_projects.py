@@ -110,9 +110,12 @@ def test_every_suite_kernel_starts_and_names_its_inlined_kernel(suite_copy, runs
         plain.append(_wall([str(exe)], exe.parent, tmp_path / ".err"))
         traced.append(_wall(write_trace.strace_prefix(tmp_path / ".t.strace") + [str(exe)], exe.parent,
                             tmp_path / ".err"))
-    # The fastest of each: other jobs on a shared 2-core machine only ever add time. Under that load
-    # single runs of gemm still varied 1.7-2.7 s, so the test allows 1.25; the 10% target is measured
-    # quietly by benchmarks/tracing.py (1.04 for a million writes).
+        # The fastest of each: other jobs on a shared 2-core machine only ever add time. Under that
+        # load single runs of gemm still varied 1.7-2.7 s, so the test allows 1.25; the 10% target is
+        # measured quietly by benchmarks/tracing.py (1.04 for a million writes). At least three pairs;
+        # more (up to seven) only while the fastest of each are still further apart than that.
+        if len(plain) >= 3 and min(traced) / min(plain) <= 1.25:
+            break
     ratio = min(traced) / min(plain)
     assert ratio <= 1.25, (plain, traced)
 
