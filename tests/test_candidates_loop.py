@@ -59,17 +59,9 @@ def test_broken_candidate_is_rejected_oracle_failed(matmul_template, tmp_path):
     assert out["repairs_left"] == 7  # one failed attempt spends no repair yet: the next evaluate is the repair
 
 
-@pytest.mark.slow
-def test_noop_rewrite_is_not_verified(matmul_template, tmp_path):
-    run = copy_run(matmul_template, tmp_path)
-    assert pw_main("prepare", run, "--candidate", "n:baseline:rename sum to acc").code == 0
-    apply_patch(run / "candidates" / "n" / "src", BUNDLED / "noop.patch")
-    result = pw_main("evaluate", run, "n", "--json")
-    assert result.code == 1, result
-    out = result.json()
-    assert out["status"] in ("rejected", "inconclusive", "proposed")
-    assert next(g for g in out["gates"] if g["name"] == "correctness")["passed"]
-    assert not next(g for g in out["gates"] if g["name"] == "significance")["passed"]
+# The bundled no-op (noop.patch) is not verified, with correctness passed and significance not: shown by
+# tests/test_demo.py on the demo's own evaluation of it (the same patch on the same started workload;
+# a second evaluation here ran another campaign of up to 40 pairs for the same claim).
 
 
 def _forbid_processes(monkeypatch) -> list[str]:

@@ -110,9 +110,12 @@ def test_every_suite_kernel_starts_and_names_its_inlined_kernel(suite_copy, runs
         plain.append(_wall([str(exe)], exe.parent, tmp_path / ".err"))
         traced.append(_wall(write_trace.strace_prefix(tmp_path / ".t.strace") + [str(exe)], exe.parent,
                             tmp_path / ".err"))
-    # The fastest of each: other jobs on a shared 2-core machine only ever add time. Under that load
-    # single runs of gemm still varied 1.7-2.7 s, so the test allows 1.25; the 10% target is measured
-    # quietly by benchmarks/tracing.py (1.04 for a million writes).
+        # The fastest of each: other jobs on a shared 2-core machine only ever add time. Under that
+        # load single runs of gemm still varied 1.7-2.7 s, so the test allows 1.25; the 10% target is
+        # measured quietly by benchmarks/tracing.py (1.04 for a million writes). At least three pairs;
+        # more (up to seven) only while the fastest of each are still further apart than that.
+        if len(plain) >= 3 and min(traced) / min(plain) <= 1.25:
+            break
     ratio = min(traced) / min(plain)
     assert ratio <= 1.25, (plain, traced)
 
@@ -177,6 +180,11 @@ def test_the_cmake_project_names_the_library_function(runs, tmp_path):
 def test_the_python_src_layout_package_runs_as_a_module_and_names_its_function(runs, tmp_path):
     project = tmp_path / "py-srclayout"
     shutil.copytree(WORKLOADS / "py-srclayout", project)
+    # Half the generated text (~0.5 s a run instead of ~1.5 s: count_words is quadratic in the
+    # vocabulary): what is tested is the layout, the entry point and the function named, not the size.
+    main = project / "src" / "wordfreq" / "__main__.py"
+    assert "generate_words(40_000)" in main.read_text()
+    main.write_text(main.read_text().replace("generate_words(40_000)", "generate_words(20_000)"))
     run = started(project, runs)
     (start,) = of_type(run, ev.RunStarted)
     assert start.contract.run.argv == ["python3", "-m", "wordfreq"] and start.contract.run.cwd == "src"

@@ -44,11 +44,11 @@ DATA = Path(__file__).parent / "data" / "redteam"
 LAUNCHER = Path(__file__).resolve().parents[1] / "adapters" / "launch.py"
 
 
-def _evaluate_cheat(template: Path, tmp_path: Path, cid: str, patch: str) -> dict:
+def _evaluate_cheat(template: Path, tmp_path: Path, cid: str, patch: str, *budget: str) -> dict:
     run = copy_run(template, tmp_path)
     assert pw_main("prepare", run, "--candidate", f"{cid}:baseline:transaction-waste").code == 0
     apply_patch(run / "candidates" / cid / "src", DATA / patch)
-    result = pw_main("evaluate", run, cid, "--json")
+    result = pw_main("evaluate", run, cid, "--json", *budget)
     assert result.code in (0, 1), result
     return result.json()
 
@@ -67,7 +67,9 @@ def test_work_finished_by_a_thread_behind_a_zombie_leader_is_caught(matmul_templ
 
 @pytest.mark.slow
 def test_a_report_forged_through_proc_fd_is_not_verified(matmul_template, tmp_path):
-    verdict = _evaluate_cheat(matmul_template, tmp_path, "forge", "forge.patch")
+    # The forged report claims 2.2x on every timed run: it would show in the first pairs, so the
+    # campaign needs no more than the cheats' budget (a no-gain candidate otherwise runs all 40).
+    verdict = _evaluate_cheat(matmul_template, tmp_path, "forge", "forge.patch", "--max-pairs", "9")
     assert verdict["status"] != "verified", verdict["reasons"]
     # The forged report said 2.2x; the real work is the baseline's, so no real speedup is seen.
     assert verdict["speedup"] is None or verdict["speedup"] < 1.5, verdict["reasons"]
