@@ -39,6 +39,10 @@ for a in json.load(open(sys.argv[1]))["adapters"]:
     print(a["adapter"], a["usable"], a["mode"], a["reason"][:100])
 PY
 W=workloads/${WORKLOAD:-series-c}
+if [ -n "${RUN_ARGV:-}" ]; then  # the same workload with another timed input (a JSON argv)
+  rm -rf /tmp/wl && cp -r "$W" /tmp/wl && W=/tmp/wl
+  python3 -c "import json,sys; p=sys.argv[1]; m=json.load(open(p)); m['run']['argv']=json.loads(sys.argv[2]); json.dump(m, open(p,'w'), indent=2)" "$W/profileweaver.json" "$RUN_ARGV"
+fi
 CANDIDATES=${CANDIDATES:-"q:table-tenth:coefficient table for the first tenth of the values n:noop:rename a variable a:table:coefficient table made once"}
 # The host's own noise, outside pw (for the note): the baseline and each candidate, interleaved.
 python3 - "$W" $CANDIDATES <<'PY' | tee "$O/noise.txt"
