@@ -196,12 +196,12 @@ def _baseline_cv(run: Path) -> float:
     return float(np.std(np.log(base.samples["baseline"]), ddof=1))
 
 
-def _quiet_enough(run: Path, cv_max: float = 0.03) -> None:
+def _quiet_enough(run: Path, cv_max: float = 0.03, claim: str = "±2%") -> None:
     """Skip, saying why, when the run's own baseline-variance timing shows a host too noisy for a
     ±2% claim within the default budget (at 3% CV, ±2% equivalence takes about 40 pairs)."""
     cv = _baseline_cv(run)
     if cv > cv_max:
-        pytest.skip(f"this host's baseline wall-time CV is {cv:.1%} (> {cv_max:.0%}): too noisy to show ±2%")
+        pytest.skip(f"this host's baseline wall-time CV is {cv:.1%} (> {cv_max:.0%}): too noisy to show {claim}")
 
 
 def _campaign_quiet_enough(run: Path, cid: str, out: dict, sd_max: float = 0.03 * 2 ** 0.5) -> None:

@@ -34,7 +34,7 @@ def _prepared(started: Path, tmp_path: Path, cid: str, patch: str) -> Path:
 @pytest.mark.slow
 def test_a_small_real_effect_on_a_compute_bound_workload_is_verified(series_started, tmp_path):
     run = _prepared(series_started, tmp_path, "q", "table-tenth")
-    _quiet_enough(run, cv_max=0.05)
+    _quiet_enough(run, cv_max=0.05, claim="a 7% effect within the default budget")
     started = next(e.data for e in ledger_events(run) if isinstance(e.data, ev.RunStarted))
     assert started.contract.sampling.pairs == 5
     out = _judged_with_more(run, "q", rounds=0)  # the default budget, no --more
