@@ -255,3 +255,15 @@ def tiny_budget_run(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("tiny")
     workload = write_tiny_c_workload(base / "workload")
     return start_run(workload, base / "runs", "--iterations", 1, "--repairs", 1, "--no-profile")
+
+
+def reforge_ledger(run: Path, edit) -> None:
+    """Rewrite `run`'s ledger with `edit(data)` in place of each event's data, re-hashing the chain
+    as a forger would: the chain check passes, so only the recomputing checks can name the edit."""
+    from ledger.store import Ledger
+
+    events = ledger_events(run)
+    (run / "ledger.jsonl").unlink()
+    forged = Ledger(run / "ledger.jsonl")
+    for env in events:
+        forged.append(edit(env.data), expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)

@@ -14,7 +14,7 @@ import pytest
 
 from ledger import events as ev
 from pw.rules.gates import GATE_NAMES
-from tests.conftest import WORKLOADS, apply_patch, copy_run, ledger_events, pw_main
+from tests.conftest import WORKLOADS, apply_patch, copy_run, ledger_events, pw_main, reforge_ledger
 
 BUNDLED = WORKLOADS / "matmul-c" / "candidates"
 
@@ -151,19 +151,16 @@ def test_audit_recomputes_the_verdict_even_when_the_chain_is_rewritten(matmul_in
     recomputation must still name the verdict that no longer follows."""
     import msgspec
 
-    from ledger.store import Ledger
-
     run = copy_run(matmul_interchange, tmp_path)
-    events = ledger_events(run)
-    (run / "ledger.jsonl").unlink()
-    forged = Ledger(run / "ledger.jsonl")
-    for env in events:
-        data = env.data
+
+    def slower_first_pair(data):
         if isinstance(data, ev.TimingRecorded) and "a" in data.targets:
             samples = dict(data.samples)
             samples["a"] = [samples["a"][0] * 3.0, *samples["a"][1:]]
-            data = msgspec.structs.replace(data, samples=samples)
-        forged.append(data, expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
+            return msgspec.structs.replace(data, samples=samples)
+        return data
+
+    reforge_ledger(run, slower_first_pair)
 
     result = pw_main("audit", run, "--json")
     assert result.code == 1, result
