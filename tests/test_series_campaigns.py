@@ -13,7 +13,13 @@ import pytest
 
 from ledger import events as ev
 from tests.conftest import WORKLOADS, apply_patch, copy_run, ledger_events, pw_main, start_run
-from tests.test_adaptive_campaigns import _campaign_quiet_enough, _judged_with_more, _quiet_enough, _resolution
+from tests.test_adaptive_campaigns import (
+    _campaign_quiet_enough,
+    _judged_with_more,
+    _quiet_enough,
+    _resolution,
+    _small_on_this_cpu,
+)
 
 PATCHES = WORKLOADS / "series-c" / "candidates"
 
@@ -40,11 +46,12 @@ def test_a_small_real_effect_on_a_compute_bound_workload_is_verified(series_star
     out = _judged_with_more(run, "q", rounds=0)  # the default budget, no --more
     _campaign_quiet_enough(run, "q", out, sd_max=0.05 * 2 ** 0.5)
     assert out["stop"] == "decided" and out["status"] == "verified", out
-    assert 1.02 < out["speedup"] < 1.3, out  # a ~7% effect; one noisy campaign measured 1.186x
+    assert out["speedup"] > 1.02, out
     sized = _resolution(run, "q")
     assert sized.stop == "resolved" and sized.looks[-1].band <= 0.5 * (sized.speedup - 1), sized
     audit = pw_main("audit", run)
     assert audit.code == 0, audit
+    _small_on_this_cpu(out, 1.2)  # ~1.07x here and on the device's Xeon; a CI host measured 1.31x
 
 
 @pytest.mark.slow
