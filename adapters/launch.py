@@ -14,8 +14,10 @@ of `pw`'s heap. The launcher also takes the wall time around spawn and wait, whi
 start-up (~40 ms) out of the measurement.
 
 The report (JSON, written to REPORT_FD after the program ends) holds the wait status as
-`subprocess` returns codes (minus the signal), the wall time, the peak RSS in KB, and
-`launch_error` when the program could not be executed. When the launcher itself is killed (a
+`subprocess` returns codes (minus the signal), the wall time, the peak RSS in KB, how the machine's
+load delayed the program (`run_queue_s`: its main thread runnable but waiting for a CPU;
+`steal_s`: CPU time the hypervisor took from the machine meanwhile), and `launch_error` when the
+program could not be executed. When the launcher itself is killed (a
 timeout kills the whole process group), no report is written and the caller falls back to what
 it saw.
 
@@ -52,6 +54,7 @@ def main() -> None:
     # posix_spawn (vfork-like: no copy of this interpreter's pages to set up and tear down) keeps
     # the measured wall time closest to the program's own; a fork costs ~1 ms more here. The child
     # starts from this small launcher's address space, which sets the floor of its peak RSS.
+    steal_before = _steal_s()
     start = time.perf_counter()
     try:
         pid = os.posix_spawnp(argv[0], argv, env)
@@ -61,15 +64,42 @@ def main() -> None:
         _write_report(report_fd, {"returncode": 127, "wall_s": 0.0, "max_rss_kb": 0,
                                   "launch_error": f"{argv[0]}: {reason}"})
         return
-    _, status, usage = os.wait4(pid, 0)
+    # Wait without reaping first: the exited program's scheduler statistics are readable until it
+    # is reaped, and they say how long it was runnable but waiting for a CPU.
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     wall = time.perf_counter() - start
+    run_queue_s = _run_queue_s(pid)
+    steal_s = _steal_s() - steal_before if steal_before is not None and run_queue_s is not None else None
+    _, status, usage = os.wait4(pid, 0)
     report = {"returncode": os.waitstatus_to_exitcode(status), "wall_s": wall,
               "max_rss_kb": usage.ru_maxrss, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
-              "launch_error": None}
+              "run_queue_s": run_queue_s, "steal_s": steal_s, "launch_error": None}
     if sandboxed:
         report["leftover_processes"] = _leftover_processes()
         report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")], spec.get("own_trees", []))
     _write_report(report_fd, report)
+
+
+def _run_queue_s(pid: int) -> float | None:
+    """Seconds the exited (not yet reaped) program's main thread spent runnable but waiting for a
+    CPU (the second field of /proc/PID/schedstat, in ns): the machine's load, not the program's
+    work. None where the kernel keeps no scheduler statistics."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _steal_s() -> float | None:
+    """CPU seconds the hypervisor has taken from this machine's virtual CPUs since boot, summed
+    over them (/proc/stat's `steal`): another tenant's load, which no run queue here shows."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _only_standard_fds() -> None:

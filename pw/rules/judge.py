@@ -429,6 +429,11 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
                                         timing[1] if timing else None)
         if shifted is not None:
             doubts.append(shifted)
+    contended = None
+    if rules >= 8:  # the machine's load, measured per timed run (pw.rules.contention)
+        from pw.rules.contention import contention_reason
+
+        contended = contention_reason(timing[1] if timing else None, run.host.cpus)
     timing_fault = None
     # Caught in a timed or profiled run (it left something for the next run, or printed something
     # else than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail
@@ -447,6 +452,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         timing_fault=timing_fault,
         ceiling=ceiling,
         doubts=doubts,
+        contended=contended,
         uncontained=_uncontained(timing[1].conditions if timing else None),
     )
     interval = None

@@ -42,6 +42,7 @@ NO_EFFECT = "no-effect:"
 INCONCLUSIVE = "inconclusive:"
 UNCONTAINED = "no sandbox:"
 BASELINE_SHIFT = "baseline-shift:"
+HOST_BUSY = "host-busy:"
 NO_ORACLE = "no-oracle:"
 
 # Failures of the candidate's own program, which an edit can fix. The others (nondeterministic
@@ -100,13 +101,15 @@ def reach_verdict(
     timing_fault: FaultRecorded | None = None,
     ceiling: Sequence[str] = (),
     doubts: Sequence[str] = (),
+    contended: str | None = None,
     uncontained: str | None = None,
     screening_estimate: float | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
     ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did. ``doubts``
-    (the baseline itself ran slower than at start) make a FASTER candidate inconclusive; ``ceiling``
+    (the baseline itself ran slower than at start) and ``contended`` (the machine was too busy
+    for the timings, ``pw.rules.contention``) make a FASTER candidate inconclusive; ``ceiling``
     (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed, and so
     does ``uncontained`` (why its runs had no sandbox). A ``timing_fault`` may also be what the
     candidate was caught at in a timed or profiled run (``caught``, ``output-mismatch``)."""
@@ -148,6 +151,8 @@ def reach_verdict(
         return Verdict("inconclusive", [f"{INCONCLUSIVE} exploratory campaign, {n} pairs < {min_pairs}"])
     if doubts:
         return Verdict("inconclusive", [f"{BASELINE_SHIFT} {d}" for d in doubts])
+    if contended is not None:
+        return Verdict("inconclusive", [f"{HOST_BUSY} {contended}"])
 
     reasons = []
     for name in GATE_NAMES:
