@@ -16,7 +16,8 @@ start-up (~40 ms) out of the measurement.
 The report (JSON, written to REPORT_FD after the program ends) holds the wait status as
 `subprocess` returns codes (minus the signal), the wall time, the peak RSS in KB, how the machine's
 load delayed the program (`run_queue_s`: its main thread runnable but waiting for a CPU;
-`steal_s`: CPU time the hypervisor took from the machine meanwhile), and `launch_error` when the
+`steal_s`: CPU time the hypervisor took from the machine meanwhile; `others_cpu_s`: CPU time the
+machine's other work used meanwhile, on any CPU), and `launch_error` when the
 program could not be executed. When the launcher itself is killed (a
 timeout kills the whole process group), no report is written and the caller falls back to what
 it saw.
@@ -54,7 +55,7 @@ def main() -> None:
     # posix_spawn (vfork-like: no copy of this interpreter's pages to set up and tear down) keeps
     # the measured wall time closest to the program's own; a fork costs ~1 ms more here. The child
     # starts from this small launcher's address space, which sets the floor of its peak RSS.
-    steal_before = _steal_s()
+    counters_before = _cpu_counters()
     start = time.perf_counter()
     try:
         pid = os.posix_spawnp(argv[0], argv, env)
@@ -69,11 +70,17 @@ def main() -> None:
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     wall = time.perf_counter() - start
     run_queue_s = _run_queue_s(pid)
-    steal_s = _steal_s() - steal_before if steal_before is not None and run_queue_s is not None else None
+    counters_after = _cpu_counters()
     _, status, usage = os.wait4(pid, 0)
+    steal_s = others_cpu_s = None
+    if counters_before is not None and counters_after is not None:
+        busy_s = counters_after[0] - counters_before[0]
+        steal_s = counters_after[1] - counters_before[1]
+        others_cpu_s = max(0.0, busy_s - usage.ru_utime - usage.ru_stime)
     report = {"returncode": os.waitstatus_to_exitcode(status), "wall_s": wall,
               "max_rss_kb": usage.ru_maxrss, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
-              "run_queue_s": run_queue_s, "steal_s": steal_s, "launch_error": None}
+              "run_queue_s": run_queue_s, "steal_s": steal_s, "others_cpu_s": others_cpu_s,
+              "launch_error": None}
     if sandboxed:
         report["leftover_processes"] = _leftover_processes()
         report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")], spec.get("own_trees", []))
@@ -91,15 +98,23 @@ def _run_queue_s(pid: int) -> float | None:
         return None
 
 
-def _steal_s() -> float | None:
-    """CPU seconds the hypervisor has taken from this machine's virtual CPUs since boot, summed
-    over them (/proc/stat's `steal`): another tenant's load, which no run queue here shows."""
+def _cpu_counters() -> tuple[float, float] | None:
+    """(busy, steal): CPU seconds since boot, summed over the machine's CPUs, that anything ran
+    (user, nice, system, irq, softirq, steal; /proc/stat's first line) and that the hypervisor took
+    from this machine's virtual CPUs (another tenant's load, which no run queue here shows). Busy
+    minus the program's own CPU time is other work, which slows a program even on another CPU
+    (two virtual CPUs can be one core's hyperthreads: a divide-bound loop beside another ran 2x
+    slower on this host, without waiting in any run queue)."""
     try:
         with open("/proc/stat") as f:
-            fields = f.readline().split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
         return None
+    if len(fields) < 8:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    hz = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq + steal) / hz, steal / hz
 
 
 def _only_standard_fds() -> None:

@@ -15,8 +15,8 @@ none; a false verification is a `verified` verdict (on series-c the hotspot is 9
 the mechanism gate cannot tell a false FASTER from a real one: only the timing protects it).
 `no effect` is the right answer; `inconclusive` (the budget ran out, or the machine was too busy:
 `host-busy`, gate rules 8) an honest one. Columns: status, stop, last look, pairs, speedup, interval,
-SD of the per-pair log ratios, and the larger arm's median share of wall time its runs waited for
-a CPU (pw.rules.contention). The key=value lines come last.
+SD of the per-pair log ratios, and the larger arm's median shares (pw.rules.contention): of wall
+time its runs waited for a CPU / of the other CPUs' time other work used meanwhile. The key=value lines come last.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ def pw(*args: str) -> dict:
     return json.loads(out.stdout)
 
 
-def campaign_of(run: Path, cid: str, cpus: int) -> tuple[str, str, list[float], float | None]:
-    """(stop, the last look's reason, per-pair log ratios, the larger arm's median share of wall
-    time spent waiting for a CPU) of `cid`'s campaign, from the ledger."""
+def campaign_of(run: Path, cid: str, cpus: int) -> tuple[str, str, list[float], tuple[float, float] | None]:
+    """(stop, the last look's reason, per-pair log ratios, the larger arm's median shares: of wall
+    time spent waiting for a CPU, of the other CPUs used by other work) of `cid`'s campaign."""
     stop, reason, logs, delayed = "none", "none", [], None
     for line in (run / "ledger.jsonl").read_text().splitlines():
         event = json.loads(line)
@@ -66,7 +66,7 @@ def campaign_of(run: Path, cid: str, cpus: int) -> tuple[str, str, list[float], 
         timing = msgspec.convert(data, ev.TimingRecorded)
         arms = arm_contention(timing, cpus)
         if arms:
-            delayed = max(a.median_share for a in arms)
+            delayed = (max(a.waited for a in arms), max((a.others or 0.0) for a in arms))
         record = (data.get("campaign") or {})
         if record:
             stop = record["stop"]
@@ -106,7 +106,8 @@ def main() -> int:
         interval = "-".join(f"{x:.3f}" for x in r["interval"]) if r["interval"] else "-"
         print(f"{cid:>5} {r['status']:>12} {stop:>8} {reason:>10} {r['pairs']:>5} "
               f"{(r['speedup'] or float('nan')):>8.3f} {interval:>13} {sd:>7.1%} "
-              f"{'-' if delayed is None else f'{delayed:.0%}':>8}{'  host-busy' if r['busy'] else ''}", flush=True)
+              f"{'-' if delayed is None else f'{delayed[0]:.0%}/{delayed[1]:.0%}':>9}"
+              f"{'  host-busy' if r['busy'] else ''}", flush=True)
     n = len(rows)
     decided = [r for r in rows if r["stop"] == "decided"]
     print(f"real_aa_workload={args.workload}")
@@ -119,7 +120,9 @@ def main() -> int:
     print(f"real_aa_false_decided_rate={len(decided) / n:.3f}")
     print(f"real_aa_host_busy={sum(r['busy'] for r in rows)}")
     known = [r["delayed"] for r in rows if r["delayed"] is not None]
-    print(f"real_aa_median_delayed_share={statistics.median(known):.3f}" if known else "real_aa_median_delayed_share=nan")
+    for i, name in enumerate(("waited", "others")):
+        value = f"{statistics.median(k[i] for k in known):.3f}" if known else "nan"
+        print(f"real_aa_median_{name}_share={value}")
     print(f"real_aa_false_verified={sum(r['status'] == 'verified' for r in rows)}")
     return 0
 

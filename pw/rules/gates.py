@@ -76,10 +76,12 @@ PEAK_RSS_SLACK_KB = 1024.0
 #   7: the profile-consistency check compares a profile's total per profiled run: a reprofile grown
 #      by ``pw.rules.resolution`` sums several runs, and under rules 5-6 a reference summed from two
 #      runs made a one-run candidate profile read -50% ("not of the program that was timed").
-#   8: a FASTER campaign timed on a busy machine is inconclusive (``pw.rules.contention``): either
-#      arm's timed runs waited for a CPU (run queue, or the hypervisor's steal) a median of more
-#      than 10% of their wall time. A second timed workload's heavy runs can fall on one arm for a
-#      stretch of pairs, which no interval sees; a no-op was verified so. Gates unchanged.
+#   8: a campaign timed on a busy machine decides nothing (``pw.rules.contention``): faster,
+#      slower and no effect become inconclusive when either arm's timed runs waited for a CPU (run
+#      queue, or the hypervisor's steal) a median of more than 10% of their wall time, or other
+#      work used more than 25% of the other CPUs meanwhile. A second timed workload's heavy runs
+#      can fall on one arm for a stretch of pairs, which no interval sees; a no-op was verified so.
+#      Gates unchanged.
 GATE_RULES = 8
 RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor

@@ -108,8 +108,9 @@ def reach_verdict(
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
     ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did. ``doubts``
-    (the baseline itself ran slower than at start) and ``contended`` (the machine was too busy
-    for the timings, ``pw.rules.contention``) make a FASTER candidate inconclusive; ``ceiling``
+    (the baseline itself ran slower than at start) make a FASTER candidate inconclusive, and
+    ``contended`` (the machine was too busy for the timings, ``pw.rules.contention``) any decided
+    one (faster, slower or no effect); ``ceiling``
     (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed, and so
     does ``uncontained`` (why its runs had no sandbox). A ``timing_fault`` may also be what the
     candidate was caught at in a timed or profiled run (``caught``, ``output-mismatch``)."""
@@ -138,6 +139,9 @@ def reach_verdict(
         return Verdict("inconclusive", [f"{INCONCLUSIVE} no timing analysis"])
     n = int(a.get("n_pairs") or 0)
     verdict = a.get("verdict")
+    if contended is not None and verdict in ("FASTER", "SLOWER", "SAME"):
+        # whichever way the timing decided, it decided on the machine's load as much as the code
+        return Verdict("inconclusive", [f"{HOST_BUSY} {_summary(a)}; {contended}"])
     if verdict == "SLOWER":
         return Verdict("rejected", [f"{SLOWER} {_summary(a)}"])
     campaign = a.get("campaign") or {}
@@ -151,8 +155,6 @@ def reach_verdict(
         return Verdict("inconclusive", [f"{INCONCLUSIVE} exploratory campaign, {n} pairs < {min_pairs}"])
     if doubts:
         return Verdict("inconclusive", [f"{BASELINE_SHIFT} {d}" for d in doubts])
-    if contended is not None:
-        return Verdict("inconclusive", [f"{HOST_BUSY} {contended}"])
 
     reasons = []
     for name in GATE_NAMES:
