@@ -142,15 +142,16 @@ def test_the_judge_doubts_a_verified_campaign_timed_on_a_busy_machine(tmp_path, 
         assert "; the machine was busy during the timed runs" in judged.verdict.reasons[0], judged.verdict.reasons
 
 
-def test_the_launcher_measures_a_run_that_shares_its_cpu(tmp_path):
-    """A CPU-bound program pinned to one CPU beside a busy loop pinned there waits about half its
-    wall time; the launcher's report says so."""
+def _beside_a_busy_loop(tmp_path: Path, loop_cpu: int):
+    """The launcher's report on 0.3 s of CPU work pinned to CPU 0 while a busy loop holds `loop_cpu`."""
+    import os
+
     from adapters.process import run_process
 
     taskset = shutil.which("taskset")
-    if taskset is None:
-        pytest.skip("taskset (util-linux) is not installed")
-    hog = subprocess.Popen([taskset, "-c", "0", sys.executable, "-c", "while True: pass"])
+    if taskset is None or (os.cpu_count() or 1) <= loop_cpu:
+        pytest.skip(f"needs taskset (util-linux) and {loop_cpu + 1} CPUs")
+    hog = subprocess.Popen([taskset, "-c", str(loop_cpu), sys.executable, "-c", "while True: pass"])
     try:
         work = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
         r = run_process([taskset, "-c", "0", sys.executable, "-c", work], cwd=tmp_path, env=None, timeout_s=60,
@@ -159,26 +160,18 @@ def test_the_launcher_measures_a_run_that_shares_its_cpu(tmp_path):
         hog.kill()
         hog.wait()
     assert r.exit_code == 0 and r.run_queue_s is not None and r.steal_s is not None, r
+    assert r.others_cpu_s is not None, r
+    return r
+
+
+def test_the_launcher_measures_a_run_that_shares_its_cpu(tmp_path):
+    """Beside a busy loop on its own CPU, a CPU-bound program waits about half its wall time."""
+    r = _beside_a_busy_loop(tmp_path, 0)
     assert r.run_queue_s / r.wall_s > 0.3, r  # about 0.5: two runnable tasks on one CPU
-    assert r.others_cpu_s is not None and r.others_cpu_s / r.wall_s > 0.3, r  # the busy loop's half
+    assert r.others_cpu_s / r.wall_s > 0.3, r  # the busy loop's half
 
 
 def test_the_launcher_sees_other_work_on_another_cpu(tmp_path):
-    """Pinned to different CPUs, the program never waits, but the other work is measured."""
-    import os
-
-    from adapters.process import run_process
-
-    taskset = shutil.which("taskset")
-    if taskset is None or (os.cpu_count() or 1) < 2:
-        pytest.skip("needs taskset (util-linux) and two CPUs")
-    hog = subprocess.Popen([taskset, "-c", "1", sys.executable, "-c", "while True: pass"])
-    try:
-        work = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
-        r = run_process([taskset, "-c", "0", sys.executable, "-c", work], cwd=tmp_path, env=None, timeout_s=60,
-                        stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", own_peak_rss=True)
-    finally:
-        hog.kill()
-        hog.wait()
-    assert r.exit_code == 0 and r.others_cpu_s is not None, r
+    """Pinned to different CPUs, the program need not wait, but the other work is measured."""
+    r = _beside_a_busy_loop(tmp_path, 1)
     assert r.others_cpu_s / r.wall_s > 0.7, r  # the busy loop held the other CPU the whole run
