@@ -110,7 +110,8 @@ EXPLAINED_EXCESS_MAX = 0.5
 # on a 2-core VM with CPython 3.11 behind a pyenv shim: py-spy's profile total fell short of the
 # timed run by 0.10-0.13 s (sd ~0.03 s), the same for 0.02 s and 1 s of work. The bound is about
 # twice that, and never more than half the reference's run: beyond it the shortfall is not start-up,
-# and the offset stops there (the rest reads as an inconsistent profile, as under rules 7).
+# the offset stops there and the rest is read as the reference's coverage (profile / (timed - offset)),
+# which the candidate's profile must show too.
 STARTUP_OFFSET_MAX_S = 0.25
 STARTUP_OFFSET_MAX_FRACTION = 0.5
 # Rules 8: the standard deviation of what py-spy misses at start-up from one profiled run to the
