@@ -596,7 +596,7 @@ def _scaled_pair(share_before: float, share_after: float, scale: float, totals: 
 def _covered_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float],
                   coverage: tuple[float, float]) -> tuple[float, float, float]:
     """Rules 8: ``_scaled_pair`` of whole-run shares: each profile's share times the part of its run
-    the profile covers (``_coverage``); the band is the binomial error of the profile shares carried
+    the profile's work covers (``startup``); the band is the binomial error of the profile shares carried
     the same way (the coverage itself is taken as measured)."""
     nb, na = totals
     cb, ca = coverage
@@ -641,17 +641,20 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     if after is None:  # a diff recorded before families: the hotspot's own id is all there is
         after, family = hd.inclusive_after, "by id only (diff recorded without families)"
     totals, scale = _sampled_totals(d), _campaign_scale(i)
-    offset, cov_b, cov_c = _coverage(i, d, rules) if totals is not None and scale is not None else (0.0, 1.0, 1.0)
-    if totals is not None and scale is not None and offset > 0:
-        # Rules 8: whole-run shares; the start-up the profiler misses is outside the hotspot.
-        sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
-        hot_b, hot_a, band = _covered_pair(sb, sa, scale, totals, (cov_b, cov_c))
+    st = startup(i.profile_consistency, d, rules) if totals is not None and scale is not None else None
+    if st is not None:
+        # Rules 8: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot.
+        cov_b, cov_c = st.coverage_before, st.coverage_after
+        runs_b = max(1, i.profile_consistency.baseline_profile_runs)
+        runs_c = max(1, i.profile_consistency.candidate_profile_runs)
+        sb, sa = min(hd.inclusive_before / runs_b / st.work_before, 1.0), min(after / runs_c / st.work_after, 1.0)
+        hot_b, hot_a, band = _covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
         rest_b, rest_a, rest_band = scale - hot_b, 1.0 - hot_a, band
         unit = "of the candidate's run time"
-        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile (matched in the candidate: "
-                f"{family}), {sb * cov_b:.1%} -> {sa * cov_c:.1%} of the whole run (the profiles cover "
-                f"{cov_b:.0%} and {cov_c:.0%} of the timed runs, a {_g(offset)} s start-up uncovered); with the "
-                f"campaign's {_g(scale)}x that is {_g(hot_b)} -> {_g(hot_a)} {unit}")
+        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile's work (matched in the "
+                f"candidate: {family}), {sb * cov_b:.1%} -> {sa * cov_c:.1%} of the whole run (the profiles' work "
+                f"covers {cov_b:.0%} and {cov_c:.0%} of the timed runs, {_g(st.offset)} s of start-up outside it); "
+                f"with the campaign's {_g(scale)}x that is {_g(hot_b)} -> {_g(hot_a)} {unit}")
     elif totals is not None and scale is not None:
         sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
         hot_b, hot_a, band = _scaled_pair(sb, sa, scale, totals)
@@ -733,34 +736,62 @@ def offset_band(c: ProfileConsistency, offset: float, expected: float) -> float 
     return max(CONSISTENCY_FLOOR * expected, CONSISTENCY_SIGMAS * sd)
 
 
-def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> float:
-    """Rules 8: the seconds at the start of each run that a profiler inside the sandbox (py-spy; no
-    launcher report on either side) does not see, measured on the reference: its timed median less
-    its profile's total per profiled run, bounded by STARTUP_OFFSET_MAX_S and STARTUP_OFFSET_MAX_FRACTION
-    of that median. The candidate cannot move it (its own runs do not enter it), so a candidate that
-    behaves differently when profiled still shows in its own total. 0 for launched profilers, exact
-    counters, sample counts and rules <= 7."""
+# Rules 8: operations that are the interpreter importing (py-spy labels code outside the source root
+# by its module; these are the frozen import machinery itself, never the program's own code nor a
+# module's body). Their samples are start-up that py-spy happened to catch in one run and miss in
+# the next (a profile of pyloop's 0.35 s baseline held none, its candidate's 4 of 16).
+_IMPORT_MACHINERY = ("@[<frozen importlib._bootstrap>]", "@[<frozen importlib._bootstrap_external>]",
+                     "@[<frozen zipimport>]", "@[<frozen site>]")
+
+
+class Startup(msgspec.Struct, frozen=True):
+    """Rules 8, a profiler inside the sandbox: the start-up each run spends outside the profile's
+    work, and what of each profile is work. ``ops``: the import machinery's operations, counted as
+    start-up; ``work_*``: each profile's total less them, per profiled run; ``samples``: the two
+    profiles' sample counts less them; ``offset``: the reference's timed median less its work per
+    run, bounded; ``coverage_*``: the part of each arm's timed median its profile's work stands for."""
+
+    offset: float
+    ops: frozenset[str]
+    work_before: float
+    work_after: float
+    samples: tuple[float, float]
+    coverage_before: float
+    coverage_after: float
+
+
+def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> Startup | None:
+    """Rules 8: the start-up of a profiler inside the sandbox (py-spy: no launcher report on either
+    side; its profile starts once it has found the interpreter), measured on the reference: its
+    timed median less its profile's work per profiled run, bounded by STARTUP_OFFSET_MAX_S and
+    STARTUP_OFFSET_MAX_FRACTION of that median. The candidate cannot move it (its own runs do not
+    enter it), so a candidate that behaves differently when profiled still shows in its own total.
+    None for launched profilers, exact counters, sample counts, missing timed runs and rules <= 7."""
+    totals = _sampled_totals(d)
     if (rules < 8 or c is None or c.baseline_launched or c.candidate_launched or d.metric not in _SECONDS_METRICS
-            or _sampled_totals(d) is None):
-        return 0.0
-    tb = c.baseline_timed_median_s
-    if tb is None or not tb > 0:
-        return 0.0
-    covered = d.total_before / max(1, c.baseline_profile_runs)
-    return max(0.0, min(tb - covered, STARTUP_OFFSET_MAX_S, STARTUP_OFFSET_MAX_FRACTION * tb))
-
-
-def _coverage(i: GateInputs, d: ProfileDiff, rules: int) -> tuple[float, float, float]:
-    """Rules 8: (offset, reference's coverage, candidate's coverage): the part of each timed run its
-    profile stands for, (median - offset) / median; (0, 1, 1) where there is no offset. A share of a
-    profile times its coverage is a share of the whole run, the start-up outside every operation."""
-    c = i.profile_consistency
-    offset = startup_offset(c, d, rules)
-    if not offset > 0:
-        return 0.0, 1.0, 1.0
+            or totals is None):
+        return None
     tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
-    cov_c = max(0.0, (tc - offset) / tc) if tc is not None and tc > 0 else 1.0
-    return offset, (tb - offset) / tb, cov_c
+    if tb is None or tc is None or not tb > 0 or not tc > 0:
+        return None
+    ops = frozenset(o.id for o in d.operations if o.id.endswith(_IMPORT_MACHINERY)
+                    and (o.samples_before or o.samples_after))
+    start = [o for o in d.operations if o.id in ops]
+    work_b = (d.total_before - sum(o.self_before for o in start)) / max(1, c.baseline_profile_runs)
+    work_a = (d.total_after - sum(o.self_after for o in start)) / max(1, c.candidate_profile_runs)
+    samples = (totals[0] - sum(o.samples_before for o in start), totals[1] - sum(o.samples_after for o in start))
+    if not (work_b > 0 and work_a > 0 and samples[0] > 0 and samples[1] > 0):
+        return None
+    offset = max(0.0, min(tb - work_b, STARTUP_OFFSET_MAX_S, STARTUP_OFFSET_MAX_FRACTION * tb))
+    return Startup(offset=offset, ops=ops, work_before=work_b, work_after=work_a, samples=samples,
+                   coverage_before=(tb - offset) / tb, coverage_after=max(0.0, (tc - offset) / tc))
+
+
+def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> float:
+    """Rules 8: the start-up seconds of each run outside a profiler-inside-the-sandbox's work
+    (``startup``); 0 where there is no such profiler or rules <= 7."""
+    st = startup(c, d, rules)
+    return st.offset if st is not None else 0.0
 
 
 def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> tuple[bool, str]:
@@ -785,7 +816,7 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     timed = [f"no {who} timed runs to compare with" for who, med in
              (("reference", c.baseline_timed_median_s), ("candidate", c.candidate_timed_median_s))
              if med is None or not med > 0]
-    offset = startup_offset(c, d, rules) if not timed else 0.0
+    st = startup(c, d, rules) if not timed else None
     band = consistency_band(c)
     if missing or timed or band is None:
         return False, "; ".join([*missing, *timed] or ["no timed spread to derive a band from"]) + \
@@ -793,8 +824,8 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
     runs_b, runs_c = (max(1, c.baseline_profile_runs), max(1, c.candidate_profile_runs)) if rules >= 7 else (1, 1)
     per_run = " per profiled run" if (runs_b, runs_c) != (1, 1) else ""
-    if offset > 0:
-        return _offset_check(c, f"profile's {d.metric}{per_run}", d.total_before / runs_b, d.total_after / runs_c, offset)
+    if st is not None:
+        return _offset_check(c, f"profile's {d.metric}{per_run}", st)
     checks = [(f"profile's {d.metric}{per_run}", d.total_before / runs_b, d.total_after / runs_c, "s")]
     if c.baseline_launched and c.candidate_launched:
         checks.insert(0, ("profiled run", c.baseline_profiled_wall_s, c.candidate_profiled_wall_s, "s"))
@@ -813,12 +844,14 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     return True, f"profiled runs agree with the timed runs ({text}; band ±{math.exp(band) - 1:.0%})"
 
 
-def _offset_check(c: ProfileConsistency, what: str, pb: float, pc: float, offset: float) -> tuple[bool, str]:
-    """Rules 8: a profiler inside the sandbox, read as total = coverage x (timed median - offset),
-    with the offset and the coverage measured on the reference (``startup_offset``)."""
-    tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
+def _offset_check(c: ProfileConsistency, what: str, st: Startup) -> tuple[bool, str]:
+    """Rules 8: a profiler inside the sandbox, read as work = coverage x (timed median - offset),
+    with the offset and the coverage measured on the reference (``startup``)."""
+    tb, tc, offset = c.baseline_timed_median_s, c.candidate_timed_median_s, st.offset
+    pb, pc = st.work_before, st.work_after
+    imports = f"; import machinery left out of both: {len(st.ops)} operations" if st.ops else ""
     head = (f"candidate's {what} {_g(pc)} s against its timed median {_g(tc)} s less the {_g(offset)} s start-up "
-            f"the profiler misses (measured on the reference: {_g(tb)} s timed, {_g(pb)} s profiled)")
+            f"the profiler misses (measured on the reference: {_g(tb)} s timed, {_g(pb)} s profiled{imports})")
     if not tc > offset:
         return False, (f"{head}: the candidate's timed runs are no longer than that start-up, so its profile "
                        "cannot show it is of the program that was timed")
@@ -892,21 +925,30 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
         regressed = []
         n_checked = 0
         totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rules >= 2 else (None, None)
-        offset, cov_b, cov_c = _coverage(i, d, rules) if totals is not None and scale is not None else (0.0, 1.0, 1.0)
+        st = startup(i.profile_consistency, d, rules) if totals is not None and scale is not None else None
+        start_ops = st.ops if st is not None else frozenset()
         for op in d.operations:
             share = op.share_before
             if rules >= 3 and d.total_after > 0:
                 share = max(share, op.self_after / d.total_after)
-            if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE:
+            if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE or op.id in start_ops:
                 continue
             n_checked += 1
             if totals is not None and scale is not None and rules >= 8:
                 # Whole-run shares (rules 8: times each profile's coverage; 1 without an offset),
                 # pooled two-proportion band.
-                before, after, band = _pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
-                                                   (cov_b, cov_c))
+                if st is not None:
+                    runs_b = max(1, i.profile_consistency.baseline_profile_runs)
+                    runs_c = max(1, i.profile_consistency.candidate_profile_runs)
+                    before, after, band = _pooled_pair(op.self_before / runs_b / st.work_before,
+                                                       op.self_after / runs_c / st.work_after, scale, st.samples,
+                                                       (st.coverage_before, st.coverage_after))
+                else:
+                    before, after, band = _pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
+                                                       (1.0, 1.0))
                 if after - before > band:
-                    whole = f", of whole runs the profiles cover {cov_b:.0%} and {cov_c:.0%} of" if offset > 0 else ""
+                    whole = (f", of whole runs the profiles' work covers {st.coverage_before:.0%} and "
+                             f"{st.coverage_after:.0%} of" if st is not None else "")
                     regressed.append(f"{op.id} {_g(before)} -> {_g(after)} of the candidate's run time "
                                      f"(shares scaled by the campaign's {_g(scale)}x{whole}; "
                                      f"+{_g(after - before)} > pooled band {_g(band)})")
@@ -925,6 +967,8 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
         if regressed:
             failures.append("regressed beyond noise: " + "; ".join(regressed[:5]))
         checked.append(f"{n_checked} other operations >= {COLLATERAL_MIN_SHARE:.0%} within noise")
+        if rules >= 8 and start_ops:
+            checked.append(f"{len(start_ops)} import-machinery operations counted as start-up")
     w = i.wall_analysis
     if w is not None:
         if w.get("verdict") == "SLOWER":
