@@ -596,8 +596,9 @@ def _scaled_pair(share_before: float, share_after: float, scale: float, totals: 
 def _covered_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float],
                   coverage: tuple[float, float]) -> tuple[float, float, float]:
     """Rules 8: ``_scaled_pair`` of whole-run shares: each profile's share times the part of its run
-    the profile's work covers (``startup``); the band is the binomial error of the profile shares carried
-    the same way (the coverage itself is taken as measured)."""
+    the profile's work covers (``startup``); the band is the binomial error of the profile shares
+    carried the same way. The coverages' own error scales the shares, it cannot make a shrink appear:
+    it widens only what the shrink is compared with (the saving; ``_concentration``)."""
     nb, na = totals
     cb, ca = coverage
     var = (scale * cb) ** 2 * share_before * (1 - share_before) / nb + ca**2 * share_after * (1 - share_after) / na
@@ -605,7 +606,7 @@ def _covered_pair(share_before: float, share_after: float, scale: float, totals:
 
 
 def _pooled_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float],
-                 coverage: tuple[float, float]) -> tuple[float, float, float]:
+                 coverage: tuple[float, float], coverage_sd: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float, float]:
     """Rules 8, no-collateral: ``_covered_pair`` with the pooled two-proportion band (the standard
     error of a difference of two proportions under the null that they are equal, p pooled over both
     profiles' samples): an operation absent from the reference's profile (share 0, no variance of its
@@ -614,6 +615,7 @@ def _pooled_pair(share_before: float, share_after: float, scale: float, totals: 
     cb, ca = coverage
     pooled = (share_before * nb + share_after * na) / (nb + na)
     var = pooled * (1 - pooled) * ((scale * cb) ** 2 / nb + ca**2 / na)
+    var += (scale * share_before * coverage_sd[0]) ** 2 + (share_after * coverage_sd[1]) ** 2
     return share_before * cb * scale, share_after * ca, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
 
 
@@ -638,6 +640,7 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
     family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
     after = hd.family_after
+    cover_band = 0.0  # rules 8: the coverages' error on the hotspot's whole-run cost
     if after is None:  # a diff recorded before families: the hotspot's own id is all there is
         after, family = hd.inclusive_after, "by id only (diff recorded without families)"
     totals, scale = _sampled_totals(d), _campaign_scale(i)
@@ -650,6 +653,9 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
         sb, sa = min(hd.inclusive_before / runs_b / st.work_before, 1.0), min(after / runs_c / st.work_after, 1.0)
         hot_b, hot_a, band = _covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
         rest_b, rest_a, rest_band = scale - hot_b, 1.0 - hot_a, band
+        cover_band = POISSON_SIGMAS * math.hypot(scale * sb * st.coverage_sd[0], sa * st.coverage_sd[1])
+        how = (f"{POISSON_SIGMAS:g} sigma of the shares over {_g(st.samples[0])} and {_g(st.samples[1])} samples "
+               "of work")
         unit = "of the candidate's run time"
         text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile's work (matched in the "
                 f"candidate: {family}), {sb * cov_b:.1%} -> {sa * cov_c:.1%} of the whole run (the profiles' work "
@@ -688,11 +694,12 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     explained = shrink / saving
     if explained < MIN_EXPLAINED_FRACTION:
         return [f"{text}: explains only {explained:.0%} of the saving (< {MIN_EXPLAINED_FRACTION:.0%})"], ""
-    excess = band / saving if rules < 5 else min(band / saving, EXPLAINED_EXCESS_MAX)
+    wide = math.hypot(band, cover_band)  # = band where there is no coverage (math.hypot(x, 0) == |x|)
+    excess = wide / saving if rules < 5 else min(wide / saving, EXPLAINED_EXCESS_MAX)
     if explained > 1.0 + excess:
         # More than all of the saving: the rest of the program got slower by what the hotspot lost,
         # i.e. its work moved somewhere the profile does not match to it.
-        capped = " (capped)" if rules >= 5 and excess < band / saving else ""
+        capped = " (capped)" if rules >= 5 and excess < wide / saving else ""
         return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
                 f"({excess:.0%}{capped}): the hotspot's work moved elsewhere"], ""
     rest_shrink = rest_b - rest_a
@@ -758,6 +765,9 @@ class Startup(msgspec.Struct, frozen=True):
     samples: tuple[float, float]
     coverage_before: float
     coverage_after: float
+    # Standard deviations of the coverages: the reference's work is one profiled run (its arm's
+    # one-run spread and the start-up jitter), and the offset taken from it moves the candidate's.
+    coverage_sd: tuple[float, float] = (0.0, 0.0)
 
 
 def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> Startup | None:
@@ -783,8 +793,10 @@ def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULE
     if not (work_b > 0 and work_a > 0 and samples[0] > 0 and samples[1] > 0):
         return None
     offset = max(0.0, min(tb - work_b, STARTUP_OFFSET_MAX_S, STARTUP_OFFSET_MAX_FRACTION * tb))
+    one_run = math.hypot(tb * (c.baseline_timed_log_sd or 0.0), STARTUP_JITTER_S)  # seconds, the reference's work
     return Startup(offset=offset, ops=ops, work_before=work_b, work_after=work_a, samples=samples,
-                   coverage_before=(tb - offset) / tb, coverage_after=max(0.0, (tc - offset) / tc))
+                   coverage_before=(tb - offset) / tb, coverage_after=max(0.0, (tc - offset) / tc),
+                   coverage_sd=(one_run / tb, one_run / tc))
 
 
 def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> float:
@@ -942,7 +954,7 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
                     runs_c = max(1, i.profile_consistency.candidate_profile_runs)
                     before, after, band = _pooled_pair(op.self_before / runs_b / st.work_before,
                                                        op.self_after / runs_c / st.work_after, scale, st.samples,
-                                                       (st.coverage_before, st.coverage_after))
+                                                       (st.coverage_before, st.coverage_after), st.coverage_sd)
                 else:
                     before, after, band = _pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
                                                        (1.0, 1.0))
