@@ -83,8 +83,10 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      STARTUP_OFFSET_MAX_S and STARTUP_OFFSET_MAX_FRACTION of that median): the consistency check
 #      compares the candidate's total with (its timed median - offset) x the reference's coverage,
 #      and the mechanism and no-collateral gates use whole-run shares, the uncovered start-up counted
-#      as time outside the hotspot; no-collateral's band is the pooled two-proportion band (an
-#      operation absent from one profile still has a variance). Rules 5-7 read a fixed 0.1 s offset as
+#      as time outside the hotspot, as is the import machinery py-spy catches in some runs and not
+#      in others (``_IMPORT_MACHINERY``); the coverages' own error widens the ">100%" limit;
+#      no-collateral's band is the pooled two-proportion band (an operation absent from one profile
+#      still has a variance). Rules 5-7 read a fixed 0.1 s offset as
 #      an inconsistent profile (20% of a 0.5 s baseline, 60% of a 0.16 s candidate) and one whose
 #      hotspot "explains 148% of the saving" (pyloop's dict rewrite at 2.56x). Launched profilers
 #      (perf) have no offset (the launcher reports the program alone): their consistency check and
