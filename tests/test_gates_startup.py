@@ -162,3 +162,21 @@ def test_an_operation_absent_from_the_reference_has_a_pooled_band():
     assert gates(inputs, 7)["no_collateral"].passed
     g = gates(inputs, 8)["no_collateral"]
     assert not g.passed and "helper@util.py" in g.detail and "pooled band" in g.detail, g.detail
+
+
+def test_the_import_machinery_is_start_up_and_other_library_code_is_not():
+    """py-spy caught 0.08 s of the interpreter compiling imports in the candidate's run and none in
+    the baseline's: under rules 8 that is start-up, outside the hotspot and not collateral. The same
+    samples in any other frame (here a module the program could have written and imported) are work
+    and fail no-collateral."""
+    rest = [pyop("main@main.py", 0.0, 0.06), pyop(HIST, 0.005, file="kernel.py"), pyop("splitmix64@main.py", 0.04),
+            pyop("make_items@main.py", 0.015)]
+    imports = pyop("_compile_bytecode@[<frozen importlib._bootstrap_external>]", 0.08, file="<frozen importlib._bootstrap_external>")
+    inputs = pyspy_inputs(profile([*rest, imports], tool="py-spy"), 0.352 / 0.188, 0.188)
+    assert gates(inputs, 7)["no_collateral"].passed is False
+    g = gates(inputs, 8)
+    assert all(x.passed for x in g.values()), {n: x.detail for n, x in g.items() if not x.passed}
+    assert "1 import-machinery operations counted as start-up" in g["no_collateral"].detail
+    elsewhere = pyop("compile_all@[gen.py]", 0.08, file="gen.py")
+    g = gates(pyspy_inputs(profile([*rest, elsewhere], tool="py-spy"), 0.352 / 0.188, 0.188), 8)["no_collateral"]
+    assert not g.passed and "compile_all@[gen.py]" in g.detail, g.detail

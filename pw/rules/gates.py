@@ -608,17 +608,21 @@ def _covered_pair(share_before: float, share_after: float, scale: float, totals:
 
 
 def _pooled_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float],
-                 coverage: tuple[float, float], coverage_sd: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float, float]:
-    """Rules 8, no-collateral: ``_covered_pair`` with the pooled two-proportion band (the standard
-    error of a difference of two proportions under the null that they are equal, p pooled over both
-    profiles' samples): an operation absent from the reference's profile (share 0, no variance of its
-    own) is judged by the variance its candidate samples imply for both profiles."""
+                 coverage: tuple[float, float]) -> tuple[float, float, float]:
+    """Rules 8, no-collateral: ``_covered_pair`` with a pooled band: the standard error of the
+    difference under the null that the operation costs the same part of the candidate's run time
+    in both (c0, estimated from both profiles' samples: each profile's expected count is its samples
+    x c0 / its weight, the weights being scale x coverage before and coverage after), so an operation
+    absent from the reference's profile (share 0, no variance of its own) is judged by the variance
+    its candidate samples imply for both. With scale 1 and full coverage this is the usual pooled
+    two-proportion z band. The coverages are taken as measured: they scale a cost, they cannot make
+    one appear."""
     nb, na = totals
-    cb, ca = coverage
-    pooled = (share_before * nb + share_after * na) / (nb + na)
-    var = pooled * (1 - pooled) * ((scale * cb) ** 2 / nb + ca**2 / na)
-    var += (scale * share_before * coverage_sd[0]) ** 2 + (share_after * coverage_sd[1]) ** 2
-    return share_before * cb * scale, share_after * ca, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
+    wb, wa = scale * coverage[0], coverage[1]
+    c0 = (share_before * nb + share_after * na) / (nb / wb + na / wa) if wb > 0 and wa > 0 else 0.0
+    pb, pa = min(c0 / wb, 1.0) if wb > 0 else 0.0, min(c0 / wa, 1.0) if wa > 0 else 0.0
+    var = wb**2 * pb * (1 - pb) / nb + wa**2 * pa * (1 - pa) / na
+    return share_before * wb, share_after * wa, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
 
 
 def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, float, float | None, str] | None:
@@ -956,7 +960,7 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
                     runs_c = max(1, i.profile_consistency.candidate_profile_runs)
                     before, after, band = _pooled_pair(op.self_before / runs_b / st.work_before,
                                                        op.self_after / runs_c / st.work_after, scale, st.samples,
-                                                       (st.coverage_before, st.coverage_after), st.coverage_sd)
+                                                       (st.coverage_before, st.coverage_after))
                 else:
                     before, after, band = _pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
                                                        (1.0, 1.0))
