@@ -14,15 +14,8 @@ import pytest
 
 from ledger.profile import Operation
 from projections.profile_diff import diff_profiles
-from pw.rules.gates import (
-    STARTUP_OFFSET_MAX_FRACTION,
-    HotspotFacts,
-    ProfileConsistency,
-    consistency_check,
-    decode_inputs,
-    evaluate_gates,
-    startup_offset,
-)
+from pw.rules.gates import HotspotFacts, ProfileConsistency, consistency_check, decode_inputs, evaluate_gates
+from pw.rules.startup import STARTUP_OFFSET_MAX_FRACTION, startup_offset
 from tests.test_gates import analysis, good_inputs
 from tests.test_profile_diff import profile
 

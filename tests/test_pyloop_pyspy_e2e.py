@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from ledger import events as ev
-from pw.rules.gates import GATE_RULES, decode_inputs, evaluate_gates, startup_offset
+from pw.rules.gates import GATE_RULES, decode_inputs, evaluate_gates
+from pw.rules.startup import startup_offset
 from tests.conftest import WORKLOADS, apply_patch, ledger_events, pw_main, start_run
 
 # Above this SD of log run time (the run's own baseline-variance timing) a one-run profile against a

@@ -79,12 +79,12 @@ PEAK_RSS_SLACK_KB = 1024.0
 #   8: a profiler inside the sandbox (py-spy: no launcher report, the program is its child) misses a
 #      fixed start-up (a version manager's shim, the interpreter's own start) before its first sample
 #      and covers the rest about 1:1. Its profiles are read against the timed runs with that offset
-#      (``startup_offset``: the reference's timed median less its profile's total per run, bounded by
+#      (``pw.rules.startup``: the reference's timed median less its profile's total per run, bounded by
 #      STARTUP_OFFSET_MAX_S and STARTUP_OFFSET_MAX_FRACTION of that median): the consistency check
 #      compares the candidate's total with (its timed median - offset) x the reference's coverage,
 #      and the mechanism and no-collateral gates use whole-run shares, the uncovered start-up counted
 #      as time outside the hotspot, as is the import machinery py-spy catches in some runs and not
-#      in others (``_IMPORT_MACHINERY``); the coverages' own error widens the ">100%" limit;
+#      in others (``pw.rules.startup``); the coverages' own error widens the ">100%" limit;
 #      no-collateral's band is the pooled two-proportion band (an operation absent from one profile
 #      still has a variance). Rules 5-7 read a fixed 0.1 s offset as
 #      an inconsistent profile (20% of a 0.5 s baseline, 60% of a 0.16 s candidate) and one whose
@@ -108,19 +108,7 @@ CONSISTENCY_FLOOR = 0.10
 # Rules 5: "explains more than all of the saving" fails beyond 100% plus the hotspot's band, and
 # beyond 100% plus this, however wide that band.
 EXPLAINED_EXCESS_MAX = 0.5
-# Rules 8: the most of a run a profiler inside the sandbox may leave uncovered at start-up. Measured
-# on a 2-core VM with CPython 3.11 behind a pyenv shim: py-spy's profile total fell short of the
-# timed run by 0.10-0.13 s (sd ~0.03 s), the same for 0.02 s and 1 s of work. The bound is about
-# twice that, and never more than half the reference's run: beyond it the shortfall is not start-up,
-# the offset stops there and the rest is read as the reference's coverage (profile / (timed - offset)),
-# which the candidate's profile must show too.
-STARTUP_OFFSET_MAX_S = 0.25
-STARTUP_OFFSET_MAX_FRACTION = 0.5
-# Rules 8: the standard deviation of what py-spy misses at start-up from one profiled run to the
-# next (0.029 s over 8 pairs of a near-empty pyloop run on that VM; ~0.03 s in an earlier measurement).
-STARTUP_JITTER_S = 0.03
-# Metrics in seconds of run time, which a start-up offset in seconds can be taken from.
-_SECONDS_METRICS = ("cpu_time_s", "wall_time_s")
+
 
 
 
@@ -595,36 +583,6 @@ def _scaled_pair(share_before: float, share_after: float, scale: float, totals: 
     return share_before * scale, share_after, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
 
 
-def _covered_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float],
-                  coverage: tuple[float, float]) -> tuple[float, float, float]:
-    """Rules 8: ``_scaled_pair`` of whole-run shares: each profile's share times the part of its run
-    the profile's work covers (``startup``); the band is the binomial error of the profile shares
-    carried the same way. The coverages' own error scales the shares, it cannot make a shrink appear:
-    it widens only what the shrink is compared with (the saving; ``_concentration``)."""
-    nb, na = totals
-    cb, ca = coverage
-    var = (scale * cb) ** 2 * share_before * (1 - share_before) / nb + ca**2 * share_after * (1 - share_after) / na
-    return share_before * cb * scale, share_after * ca, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
-
-
-def _pooled_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float],
-                 coverage: tuple[float, float]) -> tuple[float, float, float]:
-    """Rules 8, no-collateral: ``_covered_pair`` with a pooled band: the standard error of the
-    difference under the null that the operation costs the same part of the candidate's run time
-    in both (c0, estimated from both profiles' samples: each profile's expected count is its samples
-    x c0 / its weight, the weights being scale x coverage before and coverage after), so an operation
-    absent from the reference's profile (share 0, no variance of its own) is judged by the variance
-    its candidate samples imply for both. With scale 1 and full coverage this is the usual pooled
-    two-proportion z band. The coverages are taken as measured: they scale a cost, they cannot make
-    one appear."""
-    nb, na = totals
-    wb, wa = scale * coverage[0], coverage[1]
-    c0 = (share_before * nb + share_after * na) / (nb / wb + na / wa) if wb > 0 and wa > 0 else 0.0
-    pb, pa = min(c0 / wb, 1.0) if wb > 0 else 0.0, min(c0 / wa, 1.0) if wa > 0 else 0.0
-    var = wb**2 * pb * (1 - pb) / nb + wa**2 * pa * (1 - pa) / na
-    return share_before * wb, share_after * wa, POISSON_SIGMAS * math.sqrt(max(var, 0.0))
-
-
 def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, float, float | None, str] | None:
     """(detail, shrink, band, explained fraction, how the band was derived), or None when the
     profiles are not sampled or there is no campaign to scale by."""
@@ -650,14 +608,18 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     if after is None:  # a diff recorded before families: the hotspot's own id is all there is
         after, family = hd.inclusive_after, "by id only (diff recorded without families)"
     totals, scale = _sampled_totals(d), _campaign_scale(i)
-    st = startup(i.profile_consistency, d, rules) if totals is not None and scale is not None else None
+    st = None
+    if rules >= 8 and totals is not None and scale is not None:
+        from pw.rules.startup import startup
+        st = startup(i.profile_consistency, d, rules)
     if st is not None:
+        from pw.rules.startup import covered_pair
         # Rules 8: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot.
         cov_b, cov_c = st.coverage_before, st.coverage_after
         runs_b = max(1, i.profile_consistency.baseline_profile_runs)
         runs_c = max(1, i.profile_consistency.candidate_profile_runs)
         sb, sa = min(hd.inclusive_before / runs_b / st.work_before, 1.0), min(after / runs_c / st.work_after, 1.0)
-        hot_b, hot_a, band = _covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
+        hot_b, hot_a, band = covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
         rest_b, rest_a, rest_band = scale - hot_b, 1.0 - hot_a, band
         cover_band = POISSON_SIGMAS * math.hypot(scale * sb * st.coverage_sd[0], sa * st.coverage_sd[1])
         how = (f"{POISSON_SIGMAS:g} sigma of the shares over {_g(st.samples[0])} and {_g(st.samples[1])} samples "
@@ -734,90 +696,12 @@ def consistency_band(c: ProfileConsistency) -> float | None:
     return max(CONSISTENCY_FLOOR, CONSISTENCY_SIGMAS * spread)
 
 
-def offset_band(c: ProfileConsistency, offset: float, expected: float) -> float | None:
-    """Rules 8: the band, in seconds, within which the candidate's profile total must meet the
-    ``expected`` (its timed median less the start-up ``offset``, at the reference's coverage). The
-    profiled runs are one run each: each arm's one-run spread in seconds (median x log sd), and the
-    start-up each profiled run misses varies by STARTUP_JITTER_S, once in the reference's (the
-    offset is measured there) and once in the candidate's. Never below CONSISTENCY_FLOOR of the
-    expected total. Seconds, not logs: when the covered part is short, a log band would either
-    swallow any profile or fail every honest one."""
-    if c.baseline_timed_log_sd is None or c.candidate_timed_log_sd is None:
-        return None
-    sd = math.hypot(c.baseline_timed_median_s * c.baseline_timed_log_sd,
-                    c.candidate_timed_median_s * c.candidate_timed_log_sd, math.sqrt(2.0) * STARTUP_JITTER_S)
-    return max(CONSISTENCY_FLOOR * expected, CONSISTENCY_SIGMAS * sd)
-
-
-# Rules 8: operations that are the interpreter importing (py-spy labels code outside the source root
-# by its module; these are the frozen import machinery itself, never the program's own code nor a
-# module's body). Their samples are start-up that py-spy happened to catch in one run and miss in
-# the next (a profile of pyloop's 0.35 s baseline held none, its candidate's 4 of 16).
-_IMPORT_MACHINERY = ("@[<frozen importlib._bootstrap>]", "@[<frozen importlib._bootstrap_external>]",
-                     "@[<frozen zipimport>]", "@[<frozen site>]")
-
-
-class Startup(msgspec.Struct, frozen=True):
-    """Rules 8, a profiler inside the sandbox: the start-up each run spends outside the profile's
-    work, and what of each profile is work. ``ops``: the import machinery's operations, counted as
-    start-up; ``work_*``: each profile's total less them, per profiled run; ``samples``: the two
-    profiles' sample counts less them; ``offset``: the reference's timed median less its work per
-    run, bounded; ``coverage_*``: the part of each arm's timed median its profile's work stands for."""
-
-    offset: float
-    ops: frozenset[str]
-    work_before: float
-    work_after: float
-    samples: tuple[float, float]
-    coverage_before: float
-    coverage_after: float
-    # Standard deviations of the coverages: the reference's work is one profiled run (its arm's
-    # one-run spread and the start-up jitter), and the offset taken from it moves the candidate's.
-    coverage_sd: tuple[float, float] = (0.0, 0.0)
-
-
-def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> Startup | None:
-    """Rules 8: the start-up of a profiler inside the sandbox (py-spy: no launcher report on either
-    side; its profile starts once it has found the interpreter), measured on the reference: its
-    timed median less its profile's work per profiled run, bounded by STARTUP_OFFSET_MAX_S and
-    STARTUP_OFFSET_MAX_FRACTION of that median. The candidate cannot move it (its own runs do not
-    enter it), so a candidate that behaves differently when profiled still shows in its own total.
-    None for launched profilers, exact counters, sample counts, missing timed runs and rules <= 7."""
-    totals = _sampled_totals(d)
-    if (rules < 8 or c is None or c.baseline_launched or c.candidate_launched or d.metric not in _SECONDS_METRICS
-            or totals is None):
-        return None
-    tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
-    if tb is None or tc is None or not tb > 0 or not tc > 0:
-        return None
-    ops = frozenset(o.id for o in d.operations if o.id.endswith(_IMPORT_MACHINERY)
-                    and (o.samples_before or o.samples_after))
-    start = [o for o in d.operations if o.id in ops]
-    work_b = (d.total_before - sum(o.self_before for o in start)) / max(1, c.baseline_profile_runs)
-    work_a = (d.total_after - sum(o.self_after for o in start)) / max(1, c.candidate_profile_runs)
-    samples = (totals[0] - sum(o.samples_before for o in start), totals[1] - sum(o.samples_after for o in start))
-    if not (work_b > 0 and work_a > 0 and samples[0] > 0 and samples[1] > 0):
-        return None
-    offset = max(0.0, min(tb - work_b, STARTUP_OFFSET_MAX_S, STARTUP_OFFSET_MAX_FRACTION * tb))
-    one_run = math.hypot(tb * (c.baseline_timed_log_sd or 0.0), STARTUP_JITTER_S)  # seconds, the reference's work
-    return Startup(offset=offset, ops=ops, work_before=work_b, work_after=work_a, samples=samples,
-                   coverage_before=(tb - offset) / tb, coverage_after=max(0.0, (tc - offset) / tc),
-                   coverage_sd=(one_run / tb, one_run / tc))
-
-
-def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> float:
-    """Rules 8: the start-up seconds of each run outside a profiler-inside-the-sandbox's work
-    (``startup``); 0 where there is no such profiler or rules <= 7."""
-    st = startup(c, d, rules)
-    return st.offset if st is not None else 0.0
-
-
 def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> tuple[bool, str]:
     """(passed, detail): were the reprofile and the reference profile of the programs that were
     timed? Exact counters (callgrind's instructions: a simulation, not a run's time) are not
     checked, and say so; a sampled time profile needs the evidence, and fails without it. Under
     rules 7 a profile that sums several profiled runs is compared by its total per run; under rules
-    8 a profiler inside the sandbox is read with its start-up offset (``startup_offset``)."""
+    8 a profiler inside the sandbox is read with its start-up offset (``pw.rules.startup``)."""
     if d.metric not in _TIME_METRICS or _sampled_totals(d) is None:
         return True, f"profile consistency not checked: {d.metric} is not a sampled time"
     if c is None:
@@ -834,7 +718,10 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     timed = [f"no {who} timed runs to compare with" for who, med in
              (("reference", c.baseline_timed_median_s), ("candidate", c.candidate_timed_median_s))
              if med is None or not med > 0]
-    st = startup(c, d, rules) if not timed else None
+    st = None
+    if rules >= 8 and not timed:
+        from pw.rules.startup import startup
+        st = startup(c, d, rules)
     band = consistency_band(c)
     if missing or timed or band is None:
         return False, "; ".join([*missing, *timed] or ["no timed spread to derive a band from"]) + \
@@ -843,7 +730,8 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     runs_b, runs_c = (max(1, c.baseline_profile_runs), max(1, c.candidate_profile_runs)) if rules >= 7 else (1, 1)
     per_run = " per profiled run" if (runs_b, runs_c) != (1, 1) else ""
     if st is not None:
-        return _offset_check(c, f"profile's {d.metric}{per_run}", st)
+        from pw.rules.startup import offset_check
+        return offset_check(c, f"profile's {d.metric}{per_run}", st)
     checks = [(f"profile's {d.metric}{per_run}", d.total_before / runs_b, d.total_after / runs_c, "s")]
     if c.baseline_launched and c.candidate_launched:
         checks.insert(0, ("profiled run", c.baseline_profiled_wall_s, c.candidate_profiled_wall_s, "s"))
@@ -860,31 +748,6 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
         return False, (f"{text}: beyond the band of ±{math.exp(band) - 1:.0%} from the timed runs' spread: the "
                        "profile is not of the program that was timed (it behaved differently when profiled)")
     return True, f"profiled runs agree with the timed runs ({text}; band ±{math.exp(band) - 1:.0%})"
-
-
-def _offset_check(c: ProfileConsistency, what: str, st: Startup) -> tuple[bool, str]:
-    """Rules 8: a profiler inside the sandbox, read as work = coverage x (timed median - offset),
-    with the offset and the coverage measured on the reference (``startup``)."""
-    tb, tc, offset = c.baseline_timed_median_s, c.candidate_timed_median_s, st.offset
-    pb, pc = st.work_before, st.work_after
-    imports = f"; import machinery left out of both: {len(st.ops)} operations" if st.ops else ""
-    head = (f"candidate's {what} {_g(pc)} s against its timed median {_g(tc)} s less the {_g(offset)} s start-up "
-            f"the profiler misses (measured on the reference: {_g(tb)} s timed, {_g(pb)} s profiled{imports})")
-    if not tc > offset:
-        return False, (f"{head}: the candidate's timed runs are no longer than that start-up, so its profile "
-                       "cannot show it is of the program that was timed")
-    coverage = pb / (tb - offset)  # 1 unless the offset was bounded below the reference's shortfall
-    expected = (tc - offset) * coverage
-    band = offset_band(c, offset, expected)
-    if band is None:
-        return False, f"{head}: no timed spread to derive a band from: no evidence that the profiles are of the timed programs"
-    gap = pc - expected
-    text = (f"{head}, x{_g(coverage)} = {_g(expected)} s expected ({gap:+.3g} s; band ±{_g(band)} s from the timed "
-            f"runs' spread and a {_g(STARTUP_JITTER_S)} s start-up jitter)")
-    if abs(gap) > band:
-        return False, (f"{text}: beyond the band: the profile is not of the program that was timed (it behaved "
-                       "differently when profiled)")
-    return True, f"profiled runs agree with the timed runs ({text})"
 
 
 def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple[float, float], band: float) -> str:
@@ -943,7 +806,10 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
         regressed = []
         n_checked = 0
         totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rules >= 2 else (None, None)
-        st = startup(i.profile_consistency, d, rules) if totals is not None and scale is not None else None
+        st = None
+        if rules >= 8 and totals is not None and scale is not None:
+            from pw.rules.startup import startup
+            st = startup(i.profile_consistency, d, rules)
         start_ops = st.ops if st is not None else frozenset()
         for op in d.operations:
             share = op.share_before
@@ -953,16 +819,17 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
                 continue
             n_checked += 1
             if totals is not None and scale is not None and rules >= 8:
+                from pw.rules.startup import pooled_pair
                 # Whole-run shares (rules 8: times each profile's coverage; 1 without an offset),
                 # pooled two-proportion band.
                 if st is not None:
                     runs_b = max(1, i.profile_consistency.baseline_profile_runs)
                     runs_c = max(1, i.profile_consistency.candidate_profile_runs)
-                    before, after, band = _pooled_pair(op.self_before / runs_b / st.work_before,
+                    before, after, band = pooled_pair(op.self_before / runs_b / st.work_before,
                                                        op.self_after / runs_c / st.work_after, scale, st.samples,
                                                        (st.coverage_before, st.coverage_after))
                 else:
-                    before, after, band = _pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
+                    before, after, band = pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
                                                        (1.0, 1.0))
                 if after - before > band:
                     whole = (f", of whole runs the profiles' work covers {st.coverage_before:.0%} and "
