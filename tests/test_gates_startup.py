@@ -173,3 +173,15 @@ def test_the_import_machinery_is_start_up_and_other_library_code_is_not():
     elsewhere = pyop("compile_all@[gen.py]", 0.08, file="gen.py")
     g = gates(pyspy_inputs(profile([*rest, elsewhere], tool="py-spy"), 0.352 / 0.188, 0.188), 8)["no_collateral"]
     assert not g.passed and "compile_all@[gen.py]" in g.detail, g.detail
+
+
+def test_a_second_recorded_evaluation_fails_rules_7s_consistency_check_and_passes_rules_8():
+    """Recorded by the end-to-end test on a busy 2-core VM (tests/data/gates/README.md)."""
+    inputs = decode_inputs(msgspec.json.decode(RECORDED.with_name("pyloop-dict-pyspy-consistency.inputs.json")
+                                               .read_bytes()))
+    v7 = gates(inputs, 7)["mechanism"]
+    assert not v7.passed and "(-38%)" in v7.detail and "not of the program that was timed" in v7.detail, v7.detail
+    v8 = gates(inputs, 8)
+    assert all(g.passed for g in v8.values()), {n: g.detail for n, g in v8.items() if not g.passed}
+    assert "0.1286 s expected (-0.0686 s; band ±0.1932 s" in v8["mechanism"].detail, v8["mechanism"].detail
+    assert "7 import-machinery operations counted as start-up" in v8["no_collateral"].detail
