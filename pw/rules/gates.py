@@ -80,7 +80,7 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      fixed start-up (a version manager's shim, the interpreter's own start) before its first sample
 #      and covers the rest about 1:1. Its profiles are read against the timed runs with that offset
 #      (``pw.rules.startup``: the reference's timed median less its profile's total per run, bounded by
-#      STARTUP_OFFSET_MAX_S and STARTUP_OFFSET_MAX_FRACTION of that median): the consistency check
+#      STARTUP_OFFSET_MAX_S and fractions of the two medians): the consistency check
 #      compares the candidate's total with (its timed median - offset) x the reference's coverage,
 #      and the mechanism and no-collateral gates use whole-run shares, the uncovered start-up counted
 #      as time outside the hotspot, as is the import machinery py-spy catches in some runs and not
