@@ -1,4 +1,4 @@
-"""Gate rules 8: a profiler inside the sandbox (py-spy) misses a fixed start-up of every run.
+"""Gate rules 9: a profiler inside the sandbox (py-spy) misses a fixed start-up of every run.
 
 The recorded evaluation is real (tests/data/gates/README.md): pyloop's dict rewrite, timed 2.56x,
 stayed `proposed` under rules 7 because py-spy's profile of the 0.35 s baseline covered 0.25 s
@@ -33,7 +33,7 @@ def recorded():
     return decode_inputs(msgspec.json.decode(RECORDED.read_bytes()))
 
 
-def gates(inputs, rules: int = 8) -> dict:
+def gates(inputs, rules: int = 9) -> dict:
     return {g.name: g for g in evaluate_gates(inputs, rules=rules)}
 
 
@@ -46,10 +46,10 @@ def quiet(inputs, sd: float = 0.03):
 
 def test_the_recorded_pyloop_dict_evaluation_fails_rules_7_and_passes_rules_8():
     inputs = recorded()
-    v7, v8 = gates(inputs, 7), gates(inputs, 8)
+    v7, v9 = gates(inputs, 7), gates(inputs, 9)
     assert not v7["mechanism"].passed and "explains 148% of the saving" in v7["mechanism"].detail, v7["mechanism"].detail
-    assert all(g.passed for g in v8.values()), {n: g.detail for n, g in v8.items() if not g.passed}
-    m = v8["mechanism"].detail
+    assert all(g.passed for g in v9.values()), {n: g.detail for n, g in v9.items() if not g.passed}
+    m = v9["mechanism"].detail
     assert "63.9% -> 0.0% of the whole run" in m and "0.1024 s start-up" in m and "explains 105%" in m, m
     assert startup_offset(inputs.profile_consistency, inputs.profile_diff, 7) == 0.0  # rules 7 had no offset
 
@@ -57,15 +57,15 @@ def test_the_recorded_pyloop_dict_evaluation_fails_rules_7_and_passes_rules_8():
 def test_the_recorded_numbers_on_a_quiet_host_fail_rules_7s_consistency_and_pass_rules_8s():
     """With 3% timed spreads rules 7's band is ±14%: the candidate's profile (0.08 s) against its
     timed median x the reference's profile/timed ratio (0.112 s) reads -28%, 'not of the program
-    that was timed'. Rules 8 expect (0.158 - 0.102) s = 0.055 s of work and find 0.06 s (the 0.08 s
+    that was timed'. Rules 9 expect (0.158 - 0.102) s = 0.055 s of work and find 0.06 s (the 0.08 s
     profile less 0.02 s in the import machinery, start-up py-spy caught this time), within ±0.13 s."""
     inputs = quiet(recorded())
     ok7, why7 = consistency_check(inputs.profile_consistency, inputs.profile_diff, 7)
     assert not ok7 and "(-28%)" in why7 and "not of the program that was timed" in why7, why7
-    ok8, why8 = consistency_check(inputs.profile_consistency, inputs.profile_diff, 8)
+    ok8, why8 = consistency_check(inputs.profile_consistency, inputs.profile_diff, 9)
     assert ok8 and "0.05521 s expected" in why8 and "+0.00479 s" in why8, why8
     assert "import machinery left out of both" in why8, why8
-    assert all(g.passed for g in evaluate_gates(inputs, rules=8))
+    assert all(g.passed for g in evaluate_gates(inputs, rules=9))
 
 
 @pytest.mark.parametrize("work", [0.25, 0.0125])
@@ -78,7 +78,7 @@ def test_a_candidate_that_behaves_differently_when_profiled_still_fails_under_ru
     d = replace(d, total_after=work + 0.02)  # the recorded candidate's 0.02 s of import machinery stay
     if work < 0.05:
         c = replace(c, candidate_timed_median_s=0.30)
-    ok, why = consistency_check(c, d, 8)
+    ok, why = consistency_check(c, d, 9)
     assert not ok and "not of the program that was timed" in why and "start-up the profiler misses" in why, why
 
 
@@ -89,19 +89,19 @@ def test_the_offset_is_bounded_so_it_cannot_absorb_a_short_profile():
     d = replace(recorded().profile_diff, total_before=0.12)
     c = ProfileConsistency(baseline_timed_median_s=0.36, baseline_timed_log_sd=0.03, baseline_timed_runs=5,
                            candidate_timed_median_s=0.30, candidate_timed_log_sd=0.03, candidate_timed_runs=5)
-    assert startup_offset(c, d, 8) == pytest.approx(STARTUP_OFFSET_MAX_FRACTION * 0.36)
+    assert startup_offset(c, d, 9) == pytest.approx(STARTUP_OFFSET_MAX_FRACTION * 0.36)
     # Expected (0.30 - 0.18) x 0.12 / 0.18 = 0.08 s; a profile of 0.25 s fails, 0.08 s passes.
-    assert consistency_check(c, replace(d, total_after=0.08), 8)[0]
-    ok, why = consistency_check(c, replace(d, total_after=0.25), 8)
+    assert consistency_check(c, replace(d, total_after=0.08), 9)[0]
+    ok, why = consistency_check(c, replace(d, total_after=0.25), 9)
     assert not ok and "0.08 s expected" in why, why
 
 
 def test_a_launched_profiler_is_judged_as_under_rules_7():
-    """perf (launched: the launcher reports the program alone) has no offset; rules 8 change none
+    """perf (launched: the launcher reports the program alone) has no offset; rules 9 change none
     of the honest candidate's results or details."""
     inputs = good_inputs()
-    assert startup_offset(inputs.profile_consistency, inputs.profile_diff, 8) == 0.0
-    assert evaluate_gates(inputs, rules=8) == evaluate_gates(inputs, rules=7)
+    assert startup_offset(inputs.profile_consistency, inputs.profile_diff, 9) == 0.0
+    assert evaluate_gates(inputs, rules=9) == evaluate_gates(inputs, rules=7)
 
 
 # --- synthetic py-spy profiles of pyloop's shape -----------------------------------------------------
@@ -157,13 +157,13 @@ def test_an_operation_absent_from_the_reference_has_a_pooled_band():
     assert sum(o.samples_after for o in diff_profiles(base, cand, hotspot=HIST).operations) == 16
     inputs = good_inputs(analysis=analysis(1.0 + 1e-9), profile_diff=diff_profiles(base, cand, hotspot=HIST))
     assert gates(inputs, 7)["no_collateral"].passed
-    g = gates(inputs, 8)["no_collateral"]
+    g = gates(inputs, 9)["no_collateral"]
     assert not g.passed and "helper@util.py" in g.detail and "pooled band" in g.detail, g.detail
 
 
 def test_the_import_machinery_is_start_up_and_other_library_code_is_not():
     """py-spy caught 0.08 s of the interpreter compiling imports in the candidate's run and none in
-    the baseline's: under rules 8 that is start-up, outside the hotspot and not collateral. The same
+    the baseline's: under rules 9 that is start-up, outside the hotspot and not collateral. The same
     samples in any other frame (here a module the program could have written and imported) are work
     and fail no-collateral."""
     rest = [pyop("main@main.py", 0.0, 0.06), pyop(HIST, 0.005, file="kernel.py"), pyop("splitmix64@main.py", 0.04),
@@ -171,11 +171,11 @@ def test_the_import_machinery_is_start_up_and_other_library_code_is_not():
     imports = pyop("_compile_bytecode@[<frozen importlib._bootstrap_external>]", 0.08, file="<frozen importlib._bootstrap_external>")
     inputs = pyspy_inputs(profile([*rest, imports], tool="py-spy"), 0.352 / 0.188, 0.188)
     assert gates(inputs, 7)["no_collateral"].passed is False
-    g = gates(inputs, 8)
+    g = gates(inputs, 9)
     assert all(x.passed for x in g.values()), {n: x.detail for n, x in g.items() if not x.passed}
     assert "1 import-machinery operations counted as start-up" in g["no_collateral"].detail
     elsewhere = pyop("compile_all@[gen.py]", 0.08, file="gen.py")
-    g = gates(pyspy_inputs(profile([*rest, elsewhere], tool="py-spy"), 0.352 / 0.188, 0.188), 8)["no_collateral"]
+    g = gates(pyspy_inputs(profile([*rest, elsewhere], tool="py-spy"), 0.352 / 0.188, 0.188), 9)["no_collateral"]
     assert not g.passed and "compile_all@[gen.py]" in g.detail, g.detail
 
 
@@ -185,10 +185,10 @@ def test_a_second_recorded_evaluation_fails_rules_7s_consistency_check_and_passe
                                                .read_bytes()))
     v7 = gates(inputs, 7)["mechanism"]
     assert not v7.passed and "(-38%)" in v7.detail and "not of the program that was timed" in v7.detail, v7.detail
-    v8 = gates(inputs, 8)
-    assert all(g.passed for g in v8.values()), {n: g.detail for n, g in v8.items() if not g.passed}
-    assert "0.1286 s expected (-0.0686 s; band ±0.1932 s" in v8["mechanism"].detail, v8["mechanism"].detail
-    assert "7 import-machinery operations counted as start-up" in v8["no_collateral"].detail
+    v9 = gates(inputs, 9)
+    assert all(g.passed for g in v9.values()), {n: g.detail for n, g in v9.items() if not g.passed}
+    assert "0.1286 s expected (-0.0686 s; band ±0.1932 s" in v9["mechanism"].detail, v9["mechanism"].detail
+    assert "7 import-machinery operations counted as start-up" in v9["no_collateral"].detail
 
 
 def test_on_a_loaded_host_the_offset_is_bounded_by_the_candidates_run():
@@ -197,8 +197,8 @@ def test_on_a_loaded_host_the_offset_is_bounded_by_the_candidates_run():
     stops at three quarters of the candidate's run; the rest of the shortfall is coverage."""
     inputs = decode_inputs(msgspec.json.decode(RECORDED.with_name("pyloop-dict-pyspy-loaded.inputs.json").read_bytes()))
     c = inputs.profile_consistency
-    assert startup_offset(c, inputs.profile_diff, 8) == pytest.approx(STARTUP_OFFSET_MAX_CANDIDATE_FRACTION
+    assert startup_offset(c, inputs.profile_diff, 9) == pytest.approx(STARTUP_OFFSET_MAX_CANDIDATE_FRACTION
                                                                       * c.candidate_timed_median_s)
     assert "explains 129% of the saving" in gates(inputs, 7)["mechanism"].detail
-    v8 = gates(inputs, 8)
-    assert all(g.passed for g in v8.values()), {n: g.detail for n, g in v8.items() if not g.passed}
+    v9 = gates(inputs, 9)
+    assert all(g.passed for g in v9.values()), {n: g.detail for n, g in v9.items() if not g.passed}

@@ -1,4 +1,4 @@
-"""End to end: pyloop's honest dict rewrite, profiled with py-spy, is verified under gate rules 8.
+"""End to end: pyloop's honest dict rewrite, profiled with py-spy, is verified under gate rules 9.
 
 Under rules 7 it stayed `proposed` on the 2-core VM: py-spy misses ~0.1 s of start-up in every run,
 a fifth of the baseline and most of the candidate (tests/test_gates_startup.py has the recorded
@@ -40,7 +40,7 @@ def test_the_dict_rewrite_is_verified_with_pyspys_start_up_read_as_start_up(tmp_
     assert result.code in (0, 1), result
     out = result.json()
     gates = next(e.data for e in ledger_events(run) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == "d")
-    assert gates.rules == GATE_RULES == 8
+    assert gates.rules == GATE_RULES == 9
     inputs = decode_inputs(gates.inputs)
     assert inputs.adapter is not None and inputs.adapter.name == "py-spy", inputs.adapter
     failing = {g["name"]: g["detail"] for g in out["gates"] if not g["passed"]}
@@ -53,13 +53,13 @@ def test_the_dict_rewrite_is_verified_with_pyspys_start_up_read_as_start_up(tmp_
         spread = max(_baseline_log_sd(run), c.baseline_timed_log_sd, c.candidate_timed_log_sd)
         if spread > NOISY_LOG_SD and set(failing) <= {"mechanism", "no_collateral", "significance"}:
             pytest.skip(f"host too noisy to judge pyloop's dict rewrite ({noise}; > {NOISY_LOG_SD:.0%}): {failing}")
-        pytest.fail(f"dict.patch {out['status']} under gate rules 8 ({noise}): {failing}")
+        pytest.fail(f"dict.patch {out['status']} under gate rules 9 ({noise}): {failing}")
     assert not failing and out["speedup"] > 1.5, out
     mech = next(g["detail"] for g in out["gates"] if g["name"] == "mechanism")
     if offset > 0:  # the interpreter behind a shim: the start-up py-spy missed is named and measured
         assert "of the whole run" in mech and "start-up the profiler misses" in mech, mech
-    # The ledger judged under rules 8 replays to the same gates, and audits clean.
-    assert [(g.name, g.passed, g.detail) for g in evaluate_gates(inputs, rules=8)] == \
+    # The ledger judged under rules 9 replays to the same gates, and audits clean.
+    assert [(g.name, g.passed, g.detail) for g in evaluate_gates(inputs, rules=9)] == \
         [(g.name, g.passed, g.detail) for g in gates.gates]
     audit = pw_main("audit", run)
     assert audit.code == 0, audit

@@ -76,7 +76,7 @@ PEAK_RSS_SLACK_KB = 1024.0
 #   7: the profile-consistency check compares a profile's total per profiled run: a reprofile grown
 #      by ``pw.rules.resolution`` sums several runs, and under rules 5-6 a reference summed from two
 #      runs made a one-run candidate profile read -50% ("not of the program that was timed").
-#   8: a profiler inside the sandbox (py-spy: no launcher report, the program is its child) misses a
+#   9: a profiler inside the sandbox (py-spy: no launcher report, the program is its child) misses a
 #      fixed start-up (a version manager's shim, the interpreter's own start) before its first sample
 #      and covers the rest about 1:1. Its profiles are read against the timed runs with that offset
 #      (``pw.rules.startup``: the reference's timed median less its profile's total per run, bounded by
@@ -86,7 +86,7 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      as time outside the hotspot, as is the import machinery py-spy catches in some runs and not
 #      in others (``pw.rules.startup``); the coverages' own error widens the ">100%" limit;
 #      no-collateral's band is the pooled two-proportion band (an operation absent from one profile
-#      still has a variance). Rules 5-7 read a fixed 0.1 s offset as
+#      still has a variance). Rules 5-8 read a fixed 0.1 s offset as
 #      an inconsistent profile (20% of a 0.5 s baseline, 60% of a 0.16 s candidate) and one whose
 #      hotspot "explains 148% of the saving" (pyloop's dict rewrite at 2.56x). Launched profilers
 #      (perf) have no offset (the launcher reports the program alone): their consistency check and
@@ -604,17 +604,17 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
     family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
     after = hd.family_after
-    cover_band = 0.0  # rules 8: the coverages' error on the hotspot's whole-run cost
+    cover_band = 0.0  # rules 9: the coverages' error on the hotspot's whole-run cost
     if after is None:  # a diff recorded before families: the hotspot's own id is all there is
         after, family = hd.inclusive_after, "by id only (diff recorded without families)"
     totals, scale = _sampled_totals(d), _campaign_scale(i)
     st = None
-    if rules >= 8 and totals is not None and scale is not None:
+    if rules >= 9 and totals is not None and scale is not None:
         from pw.rules.startup import startup
         st = startup(i.profile_consistency, d, rules)
     if st is not None:
         from pw.rules.startup import covered_pair
-        # Rules 8: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot.
+        # Rules 9: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot.
         cov_b, cov_c = st.coverage_before, st.coverage_after
         runs_b = max(1, i.profile_consistency.baseline_profile_runs)
         runs_c = max(1, i.profile_consistency.candidate_profile_runs)
@@ -701,7 +701,7 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     timed? Exact counters (callgrind's instructions: a simulation, not a run's time) are not
     checked, and say so; a sampled time profile needs the evidence, and fails without it. Under
     rules 7 a profile that sums several profiled runs is compared by its total per run; under rules
-    8 a profiler inside the sandbox is read with its start-up offset (``pw.rules.startup``)."""
+    9 a profiler inside the sandbox is read with its start-up offset (``pw.rules.startup``)."""
     if d.metric not in _TIME_METRICS or _sampled_totals(d) is None:
         return True, f"profile consistency not checked: {d.metric} is not a sampled time"
     if c is None:
@@ -719,7 +719,7 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
              (("reference", c.baseline_timed_median_s), ("candidate", c.candidate_timed_median_s))
              if med is None or not med > 0]
     st = None
-    if rules >= 8 and not timed:
+    if rules >= 9 and not timed:
         from pw.rules.startup import startup
         st = startup(c, d, rules)
     band = consistency_band(c)
@@ -807,7 +807,7 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
         n_checked = 0
         totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rules >= 2 else (None, None)
         st = None
-        if rules >= 8 and totals is not None and scale is not None:
+        if rules >= 9 and totals is not None and scale is not None:
             from pw.rules.startup import startup
             st = startup(i.profile_consistency, d, rules)
         start_ops = st.ops if st is not None else frozenset()
@@ -818,9 +818,9 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
             if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE or op.id in start_ops:
                 continue
             n_checked += 1
-            if totals is not None and scale is not None and rules >= 8:
+            if totals is not None and scale is not None and rules >= 9:
                 from pw.rules.startup import pooled_pair
-                # Whole-run shares (rules 8: times each profile's coverage; 1 without an offset),
+                # Whole-run shares (rules 9: times each profile's coverage; 1 without an offset),
                 # pooled two-proportion band.
                 if st is not None:
                     runs_b = max(1, i.profile_consistency.baseline_profile_runs)
@@ -852,7 +852,7 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
         if regressed:
             failures.append("regressed beyond noise: " + "; ".join(regressed[:5]))
         checked.append(f"{n_checked} other operations >= {COLLATERAL_MIN_SHARE:.0%} within noise")
-        if rules >= 8 and start_ops:
+        if rules >= 9 and start_ops:
             checked.append(f"{len(start_ops)} import-machinery operations counted as start-up")
     w = i.wall_analysis
     if w is not None:

@@ -1,13 +1,13 @@
-"""Gate rules 8: a profiler inside the sandbox (py-spy) and the start-up it misses.
+"""Gate rules 9: a profiler inside the sandbox (py-spy) and the start-up it misses.
 
 py-spy is the program's parent: no launcher reports on the program alone, and its profile starts
 only once it has found the interpreter, after a version manager's shim and the interpreter's own
 start. That start-up is about fixed (0.1 s on pyloop's 2-core VM), so it is a fifth of a 0.5 s
-baseline and most of a 0.16 s candidate; read as a ratio (rules 5-7) the honest profiles look
+baseline and most of a 0.16 s candidate; read as a ratio (rules 5-8) the honest profiles look
 inconsistent and the hotspot's share of the profile over-weights it in the run. Here the start-up is
 measured on the reference (``startup``), bounded, and used by ``pw.rules.gates``: the consistency
 check in seconds (``offset_check``), whole-run shares in the mechanism gate (``covered_pair``), and
-no-collateral's pooled band (``pooled_pair``, every sampled profile under rules 8). Pure functions of
+no-collateral's pooled band (``pooled_pair``, every sampled profile under rules 9). Pure functions of
 recorded facts, like the gates.
 """
 
@@ -50,7 +50,7 @@ _SECONDS_METRICS = ("cpu_time_s", "wall_time_s")
 
 
 def offset_band(c: ProfileConsistency, offset: float, expected: float) -> float | None:
-    """Rules 8: the band, in seconds, within which the candidate's profile total must meet the
+    """Rules 9: the band, in seconds, within which the candidate's profile total must meet the
     ``expected`` (its timed median less the start-up ``offset``, at the reference's coverage). The
     profiled runs are one run each: each arm's one-run spread in seconds (median x log sd), and the
     start-up each profiled run misses varies by STARTUP_JITTER_S, once in the reference's (the
@@ -64,7 +64,7 @@ def offset_band(c: ProfileConsistency, offset: float, expected: float) -> float 
     return max(CONSISTENCY_FLOOR * expected, CONSISTENCY_SIGMAS * sd)
 
 
-# Rules 8: operations that are the interpreter importing (py-spy labels code outside the source root
+# Rules 9: operations that are the interpreter importing (py-spy labels code outside the source root
 # by its module; these are the frozen import machinery itself, never the program's own code nor a
 # module's body). Their samples are start-up that py-spy happened to catch in one run and miss in
 # the next (a profile of pyloop's 0.35 s baseline held none, its candidate's 4 of 16).
@@ -73,7 +73,7 @@ _IMPORT_MACHINERY = ("@[<frozen importlib._bootstrap>]", "@[<frozen importlib._b
 
 
 class Startup(msgspec.Struct, frozen=True):
-    """Rules 8, a profiler inside the sandbox: the start-up each run spends outside the profile's
+    """Rules 9, a profiler inside the sandbox: the start-up each run spends outside the profile's
     work, and what of each profile is work. ``ops``: the import machinery's operations, counted as
     start-up; ``work_*``: each profile's total less them, per profiled run; ``samples``: the two
     profiles' sample counts less them; ``offset``: the reference's timed median less its work per
@@ -92,7 +92,7 @@ class Startup(msgspec.Struct, frozen=True):
 
 
 def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> Startup | None:
-    """Rules 8: the start-up of a profiler inside the sandbox (py-spy: no launcher report on either
+    """Rules 9: the start-up of a profiler inside the sandbox (py-spy: no launcher report on either
     side; its profile starts once it has found the interpreter), measured on the reference: its
     timed median less its profile's work per profiled run, bounded by STARTUP_OFFSET_MAX_S,
     STARTUP_OFFSET_MAX_FRACTION of that median and STARTUP_OFFSET_MAX_CANDIDATE_FRACTION of the
@@ -101,7 +101,7 @@ def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULE
     total.
     None for launched profilers, exact counters, sample counts, missing timed runs and rules <= 7."""
     totals = _sampled_totals(d)
-    if (rules < 8 or c is None or c.baseline_launched or c.candidate_launched or d.metric not in _SECONDS_METRICS
+    if (rules < 9 or c is None or c.baseline_launched or c.candidate_launched or d.metric not in _SECONDS_METRICS
             or totals is None):
         return None
     tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
@@ -124,7 +124,7 @@ def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULE
 
 
 def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> float:
-    """Rules 8: the start-up seconds of each run outside a profiler-inside-the-sandbox's work
+    """Rules 9: the start-up seconds of each run outside a profiler-inside-the-sandbox's work
     (``startup``); 0 where there is no such profiler or rules <= 7."""
     st = startup(c, d, rules)
     return st.offset if st is not None else 0.0
@@ -132,7 +132,7 @@ def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GA
 
 def covered_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float],
                   coverage: tuple[float, float]) -> tuple[float, float, float]:
-    """Rules 8: ``_scaled_pair`` of whole-run shares: each profile's share times the part of its run
+    """Rules 9: ``_scaled_pair`` of whole-run shares: each profile's share times the part of its run
     the profile's work covers (``startup``); the band is the binomial error of the profile shares
     carried the same way. The coverages' own error scales the shares, it cannot make a shrink appear:
     it widens only what the shrink is compared with (the saving; ``_concentration``)."""
@@ -144,7 +144,7 @@ def covered_pair(share_before: float, share_after: float, scale: float, totals: 
 
 def pooled_pair(share_before: float, share_after: float, scale: float, totals: tuple[float, float],
                  coverage: tuple[float, float]) -> tuple[float, float, float]:
-    """Rules 8, no-collateral: ``covered_pair`` with a pooled band: the standard error of the
+    """Rules 9, no-collateral: ``covered_pair`` with a pooled band: the standard error of the
     difference under the null that the operation costs the same part of the candidate's run time
     in both (c0, estimated from both profiles' samples: each profile's expected count is its samples
     x c0 / its weight, the weights being scale x coverage before and coverage after), so an operation
@@ -161,7 +161,7 @@ def pooled_pair(share_before: float, share_after: float, scale: float, totals: t
 
 
 def offset_check(c: ProfileConsistency, what: str, st: Startup) -> tuple[bool, str]:
-    """Rules 8: a profiler inside the sandbox, read as work = coverage x (timed median - offset),
+    """Rules 9: a profiler inside the sandbox, read as work = coverage x (timed median - offset),
     with the offset and the coverage measured on the reference (``startup``)."""
     tb, tc, offset = c.baseline_timed_median_s, c.candidate_timed_median_s, st.offset
     pb, pc = st.work_before, st.work_after
