@@ -82,8 +82,23 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      work used more than 25% of the other CPUs meanwhile. A second timed workload's heavy runs
 #      can fall on one arm for a stretch of pairs, which no interval sees; a no-op was verified so.
 #      Gates unchanged.
-GATE_RULES = 8
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+#   9: a profiler inside the sandbox (py-spy: no launcher report, the program is its child) misses a
+#      fixed start-up (a version manager's shim, the interpreter's own start) before its first sample
+#      and covers the rest about 1:1. Its profiles are read against the timed runs with that offset
+#      (``pw.rules.startup``: the reference's timed median less its profile's total per run, bounded by
+#      STARTUP_OFFSET_MAX_S and fractions of the two medians): the consistency check
+#      compares the candidate's total with (its timed median - offset) x the reference's coverage,
+#      and the mechanism and no-collateral gates use whole-run shares, the uncovered start-up counted
+#      as time outside the hotspot, as is the import machinery py-spy catches in some runs and not
+#      in others (``pw.rules.startup``); the coverages' own error widens the ">100%" limit;
+#      no-collateral's band is the pooled two-proportion band (an operation absent from one profile
+#      still has a variance). Rules 5-8 read a fixed 0.1 s offset as
+#      an inconsistent profile (20% of a 0.5 s baseline, 60% of a 0.16 s candidate) and one whose
+#      hotspot "explains 148% of the saving" (pyloop's dict rewrite at 2.56x). Launched profilers
+#      (perf) have no offset (the launcher reports the program alone): their consistency check and
+#      mechanism are rules 7's; the pooled band applies to every sampled profile.
+GATE_RULES = 9
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
@@ -99,6 +114,7 @@ CONSISTENCY_FLOOR = 0.10
 # Rules 5: "explains more than all of the saving" fails beyond 100% plus the hotspot's band, and
 # beyond 100% plus this, however wide that band.
 EXPLAINED_EXCESS_MAX = 0.5
+
 
 
 
@@ -594,10 +610,32 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
     family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
     after = hd.family_after
+    cover_band = 0.0  # rules 9: the coverages' error on the hotspot's whole-run cost
     if after is None:  # a diff recorded before families: the hotspot's own id is all there is
         after, family = hd.inclusive_after, "by id only (diff recorded without families)"
     totals, scale = _sampled_totals(d), _campaign_scale(i)
-    if totals is not None and scale is not None:
+    st = None
+    if rules >= 9 and totals is not None and scale is not None:
+        from pw.rules.startup import startup
+        st = startup(i.profile_consistency, d, rules)
+    if st is not None:
+        from pw.rules.startup import covered_pair
+        # Rules 9: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot.
+        cov_b, cov_c = st.coverage_before, st.coverage_after
+        runs_b = max(1, i.profile_consistency.baseline_profile_runs)
+        runs_c = max(1, i.profile_consistency.candidate_profile_runs)
+        sb, sa = min(hd.inclusive_before / runs_b / st.work_before, 1.0), min(after / runs_c / st.work_after, 1.0)
+        hot_b, hot_a, band = covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
+        rest_b, rest_a, rest_band = scale - hot_b, 1.0 - hot_a, band
+        cover_band = POISSON_SIGMAS * math.hypot(scale * sb * st.coverage_sd[0], sa * st.coverage_sd[1])
+        how = (f"{POISSON_SIGMAS:g} sigma of the shares over {_g(st.samples[0])} and {_g(st.samples[1])} samples "
+               "of work")
+        unit = "of the candidate's run time"
+        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile's work (matched in the "
+                f"candidate: {family}), {sb * cov_b:.1%} -> {sa * cov_c:.1%} of the whole run (the profiles' work "
+                f"covers {cov_b:.0%} and {cov_c:.0%} of the timed runs, {_g(st.offset)} s of start-up outside it); "
+                f"with the campaign's {_g(scale)}x that is {_g(hot_b)} -> {_g(hot_a)} {unit}")
+    elif totals is not None and scale is not None:
         sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
         hot_b, hot_a, band = _scaled_pair(sb, sa, scale, totals)
         rest_b, rest_a, rest_band = _scaled_pair(1.0 - sb, 1.0 - sa, scale, totals)
@@ -630,11 +668,12 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     explained = shrink / saving
     if explained < MIN_EXPLAINED_FRACTION:
         return [f"{text}: explains only {explained:.0%} of the saving (< {MIN_EXPLAINED_FRACTION:.0%})"], ""
-    excess = band / saving if rules < 5 else min(band / saving, EXPLAINED_EXCESS_MAX)
+    wide = math.hypot(band, cover_band)  # = band where there is no coverage (math.hypot(x, 0) == |x|)
+    excess = wide / saving if rules < 5 else min(wide / saving, EXPLAINED_EXCESS_MAX)
     if explained > 1.0 + excess:
         # More than all of the saving: the rest of the program got slower by what the hotspot lost,
         # i.e. its work moved somewhere the profile does not match to it.
-        capped = " (capped)" if rules >= 5 and excess < band / saving else ""
+        capped = " (capped)" if rules >= 5 and excess < wide / saving else ""
         return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
                 f"({excess:.0%}{capped}): the hotspot's work moved elsewhere"], ""
     rest_shrink = rest_b - rest_a
@@ -667,7 +706,8 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     """(passed, detail): were the reprofile and the reference profile of the programs that were
     timed? Exact counters (callgrind's instructions: a simulation, not a run's time) are not
     checked, and say so; a sampled time profile needs the evidence, and fails without it. Under
-    rules 7 a profile that sums several profiled runs is compared by its total per run."""
+    rules 7 a profile that sums several profiled runs is compared by its total per run; under rules
+    9 a profiler inside the sandbox is read with its start-up offset (``pw.rules.startup``)."""
     if d.metric not in _TIME_METRICS or _sampled_totals(d) is None:
         return True, f"profile consistency not checked: {d.metric} is not a sampled time"
     if c is None:
@@ -684,6 +724,10 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     timed = [f"no {who} timed runs to compare with" for who, med in
              (("reference", c.baseline_timed_median_s), ("candidate", c.candidate_timed_median_s))
              if med is None or not med > 0]
+    st = None
+    if rules >= 9 and not timed:
+        from pw.rules.startup import startup
+        st = startup(c, d, rules)
     band = consistency_band(c)
     if missing or timed or band is None:
         return False, "; ".join([*missing, *timed] or ["no timed spread to derive a band from"]) + \
@@ -691,6 +735,9 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rules: int =
     tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
     runs_b, runs_c = (max(1, c.baseline_profile_runs), max(1, c.candidate_profile_runs)) if rules >= 7 else (1, 1)
     per_run = " per profiled run" if (runs_b, runs_c) != (1, 1) else ""
+    if st is not None:
+        from pw.rules.startup import offset_check
+        return offset_check(c, f"profile's {d.metric}{per_run}", st)
     checks = [(f"profile's {d.metric}{per_run}", d.total_before / runs_b, d.total_after / runs_c, "s")]
     if c.baseline_launched and c.candidate_launched:
         checks.insert(0, ("profiled run", c.baseline_profiled_wall_s, c.candidate_profiled_wall_s, "s"))
@@ -765,13 +812,38 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
         regressed = []
         n_checked = 0
         totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rules >= 2 else (None, None)
+        st = None
+        if rules >= 9 and totals is not None and scale is not None:
+            from pw.rules.startup import startup
+            st = startup(i.profile_consistency, d, rules)
+        start_ops = st.ops if st is not None else frozenset()
         for op in d.operations:
             share = op.share_before
             if rules >= 3 and d.total_after > 0:
                 share = max(share, op.self_after / d.total_after)
-            if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE:
+            if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE or op.id in start_ops:
                 continue
             n_checked += 1
+            if totals is not None and scale is not None and rules >= 9:
+                from pw.rules.startup import pooled_pair
+                # Whole-run shares (rules 9: times each profile's coverage; 1 without an offset),
+                # pooled two-proportion band.
+                if st is not None:
+                    runs_b = max(1, i.profile_consistency.baseline_profile_runs)
+                    runs_c = max(1, i.profile_consistency.candidate_profile_runs)
+                    before, after, band = pooled_pair(op.self_before / runs_b / st.work_before,
+                                                       op.self_after / runs_c / st.work_after, scale, st.samples,
+                                                       (st.coverage_before, st.coverage_after))
+                else:
+                    before, after, band = pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
+                                                       (1.0, 1.0))
+                if after - before > band:
+                    whole = (f", of whole runs the profiles' work covers {st.coverage_before:.0%} and "
+                             f"{st.coverage_after:.0%} of" if st is not None else "")
+                    regressed.append(f"{op.id} {_g(before)} -> {_g(after)} of the candidate's run time "
+                                     f"(shares scaled by the campaign's {_g(scale)}x{whole}; "
+                                     f"+{_g(after - before)} > pooled band {_g(band)})")
+                continue
             if totals is not None and scale is not None:
                 before, after, band = _scaled_pair(op.share_before, op.self_after / d.total_after, scale, totals)
                 if after - before > band:
@@ -786,6 +858,8 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
         if regressed:
             failures.append("regressed beyond noise: " + "; ".join(regressed[:5]))
         checked.append(f"{n_checked} other operations >= {COLLATERAL_MIN_SHARE:.0%} within noise")
+        if rules >= 9 and start_ops:
+            checked.append(f"{len(start_ops)} import-machinery operations counted as start-up")
     w = i.wall_analysis
     if w is not None:
         if w.get("verdict") == "SLOWER":
