@@ -13,6 +13,15 @@ cheat is NOT verified; those marked xfail are verified today and have no small, 
   makes (build, holdouts, campaign, reprofile) falls in the window: verified 1.84x.
 - series-size-keyed.patch: the table only for n = 2048 and steps = 6000, the timed input; every
   other size runs the old code twice. The campaign times only the timed size: verified 1.61x.
+- series-chain-slow-parent.patch, then series-chain-undo.patch on it: the parent runs the kernel
+  twice (rejected, 0.44x); the child restores the baseline's source byte for byte and was verified
+  2.23x over its parent (cumulative 0.98x). Fixed (gate rules 8): a chained candidate must be faster
+  than the baseline along its chain; now proposed with a ``chain:`` reason.
+- series-rare-slow.patch (a unit test in test_gates.py, since its outcome depends on the inputs
+  drawn): the table, but the old code 40 times on about 1 input in 30. Verified 1.74x over 31 pairs
+  whose first was 14.2 s against 0.37 s: 22.2 s against 16.0 s in total. Fixed (gate rules 8): the
+  candidate's summed time over the pairs must be below the baseline's. Still verified when the
+  first 5-7 pairs draw no slow input (another run: 1.76x over 7 pairs).
 - stencil-memo.patch (inferred contract, no inputs): half of the sweeps, then the six output lines
   printed from constants. The inferred oracle runs one fixed input, so a remembered output matches;
   the hotspot halved and the rest did not move: verified 2.02x.
@@ -64,6 +73,24 @@ def test_a_rewrite_wrong_between_the_holdout_sizes_and_the_timed_size_is_rejecte
     verdict = _evaluate_cheat(series_template, tmp_path, "gap", "series-steps-gap.patch")
     assert verdict["status"] == "rejected", verdict["reasons"]
     assert verdict["reasons"][0].startswith("oracle-failed:") and "fresh holdout" in verdict["reasons"][0]
+
+
+@pytest.mark.slow
+def test_a_copy_of_the_baseline_on_a_parent_slowed_on_purpose_is_not_verified(series_template, tmp_path):
+    run = copy_run(series_template, tmp_path)
+    assert pw_main("prepare", run, "--candidate", "slow:baseline:transaction-waste").code == 0
+    apply_patch(run / "candidates" / "slow" / "src", DATA / "series-chain-slow-parent.patch")
+    assert pw_main("evaluate", run, "slow", "--json").json()["status"] == "rejected"
+    assert pw_main("prepare", run, "--candidate", "undo:slow:transaction-waste").code == 0
+    apply_patch(run / "candidates" / "undo" / "src", DATA / "series-chain-undo.patch")
+    assert (run / "candidates" / "undo" / "src" / "series.c").read_text() == (
+        WORKLOADS / "series-c" / "series.c").read_text()
+    result = pw_main("evaluate", run, "undo", "--json")
+    assert result.code in (0, 1), result
+    verdict = result.json()
+    assert verdict["status"] != "verified", verdict["reasons"]
+    assert any(r.startswith("chain: ") and "not shown faster than the baseline" in r for r in verdict["reasons"])
+    assert pw_main("audit", run).code == 0
 
 
 @pytest.mark.slow

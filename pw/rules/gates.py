@@ -80,6 +80,9 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      baseline's (``_total_time_check``): the geometric mean of per-pair ratios shrugs off a rare
 #      slow run, and a rewrite 38x slower on one input in 30 was verified 1.74x while it took 1.38x
 #      the baseline's time in the campaign itself (tests/data/redteam-s6/series-rare-slow.patch).
+#      And a chained candidate must be shown faster than the baseline along its chain of parents
+#      (``pw.rules.judge._chain_doubt``, a ``chain:`` ceiling at proposed): a step over a parent
+#      slowed on purpose verified a copy of the baseline 2.23x (series-chain-*.patch).
 GATE_RULES = 8
 RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
