@@ -122,7 +122,9 @@ def test_work_moved_after_the_region_of_interest_is_not_verified(particles_templ
     verdict = _evaluate_cheat(particles_template, tmp_path, "lazy", "particles-lazy-roi.patch")
     assert verdict["status"] != "verified", verdict["reasons"]
     mechanism = " ".join(r for r in verdict["reasons"] if r.startswith("gate mechanism:"))
-    assert "the hotspot did not shrink" in mechanism and "Amdahl ceiling" in mechanism, verdict["reasons"]
+    # The interval (10^5x and more) lies beyond the hotspot's Amdahl ceiling; whether "the hotspot
+    # did not shrink" is said too depends on whether a reprofile was taken.
+    assert "exceeds the Amdahl ceiling" in mechanism, verdict["reasons"]
 
 
 @pytest.fixture(scope="module")
