@@ -14,8 +14,11 @@ of `pw`'s heap. The launcher also takes the wall time around spawn and wait, whi
 start-up (~40 ms) out of the measurement.
 
 The report (JSON, written to REPORT_FD after the program ends) holds the wait status as
-`subprocess` returns codes (minus the signal), the wall time, the peak RSS in KB, and
-`launch_error` when the program could not be executed. When the launcher itself is killed (a
+`subprocess` returns codes (minus the signal), the wall time, the peak RSS in KB, how the machine's
+load delayed the program (`run_queue_s`: its main thread runnable but waiting for a CPU;
+`steal_s`: CPU time the hypervisor took from the machine meanwhile; `others_cpu_s`: CPU time the
+machine's other work used meanwhile, on any CPU), and `launch_error` when the
+program could not be executed. When the launcher itself is killed (a
 timeout kills the whole process group), no report is written and the caller falls back to what
 it saw.
 
@@ -52,6 +55,7 @@ def main() -> None:
     # posix_spawn (vfork-like: no copy of this interpreter's pages to set up and tear down) keeps
     # the measured wall time closest to the program's own; a fork costs ~1 ms more here. The child
     # starts from this small launcher's address space, which sets the floor of its peak RSS.
+    counters_before = _cpu_counters()
     start = time.perf_counter()
     try:
         pid = os.posix_spawnp(argv[0], argv, env)
@@ -61,15 +65,56 @@ def main() -> None:
         _write_report(report_fd, {"returncode": 127, "wall_s": 0.0, "max_rss_kb": 0,
                                   "launch_error": f"{argv[0]}: {reason}"})
         return
-    _, status, usage = os.wait4(pid, 0)
+    # Wait without reaping first: the exited program's scheduler statistics are readable until it
+    # is reaped, and they say how long it was runnable but waiting for a CPU.
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     wall = time.perf_counter() - start
+    run_queue_s = _run_queue_s(pid)
+    counters_after = _cpu_counters()
+    _, status, usage = os.wait4(pid, 0)
+    steal_s = others_cpu_s = None
+    if counters_before is not None and counters_after is not None:
+        busy_s = counters_after[0] - counters_before[0]
+        steal_s = counters_after[1] - counters_before[1]
+        others_cpu_s = max(0.0, busy_s - usage.ru_utime - usage.ru_stime)
     report = {"returncode": os.waitstatus_to_exitcode(status), "wall_s": wall,
               "max_rss_kb": usage.ru_maxrss, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
+              "run_queue_s": run_queue_s, "steal_s": steal_s, "others_cpu_s": others_cpu_s,
               "launch_error": None}
     if sandboxed:
         report["leftover_processes"] = _leftover_processes()
         report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")], spec.get("own_trees", []))
     _write_report(report_fd, report)
+
+
+def _run_queue_s(pid: int) -> float | None:
+    """Seconds the exited (not yet reaped) program's main thread spent runnable but waiting for a
+    CPU (the second field of /proc/PID/schedstat, in ns): the machine's load, not the program's
+    work. None where the kernel keeps no scheduler statistics."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cpu_counters() -> tuple[float, float] | None:
+    """(busy, steal): CPU seconds since boot, summed over the machine's CPUs, that anything ran
+    (user, nice, system, irq, softirq, steal; /proc/stat's first line) and that the hypervisor took
+    from this machine's virtual CPUs (another tenant's load, which no run queue here shows). Busy
+    minus the program's own CPU time is other work, which slows a program even on another CPU
+    (two virtual CPUs can be one core's hyperthreads: a divide-bound loop beside another ran 2x
+    slower on this host, without waiting in any run queue)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 8:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    hz = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq + steal) / hz, steal / hz
 
 
 def _only_standard_fds() -> None:

@@ -65,6 +65,12 @@ class ProcessResult(msgspec.Struct, frozen=True):
     # Whether the launcher's own report came back (``own_peak_rss``): without it, wall_s and the
     # rusage times are the whole command's, seen from outside, not the program's.
     reported: bool = False
+    # How the machine's load delayed the program (launcher only; None where unknown): seconds its
+    # main thread was runnable but waiting for a CPU, and CPU seconds the hypervisor took from the
+    # machine's virtual CPUs (summed over them) while it ran, and CPU seconds other work used.
+    run_queue_s: float | None = None
+    steal_s: float | None = None
+    others_cpu_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -189,7 +195,9 @@ def run_process(
     if measured is not None:
         code, wall, rss, launch_error = measured.returncode, measured.wall_s, measured.max_rss_kb, measured.launch_error
         extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files,
-                     user_s=measured.user_s, sys_s=measured.sys_s, reported=True)
+                     user_s=measured.user_s, sys_s=measured.sys_s, reported=True,
+                     run_queue_s=measured.run_queue_s, steal_s=measured.steal_s,
+                     others_cpu_s=measured.others_cpu_s)
     if launch_error is not None:
         return ProcessResult(argv, None, None, False, launch_error, 0.0, 0, str(stdout_path), str(stderr_path),
                              sandboxed=confine is not None)
@@ -234,6 +242,9 @@ class _LaunchReport(msgspec.Struct, frozen=True):
     scratch_files: list[str] = []
     user_s: float = 0.0
     sys_s: float = 0.0
+    run_queue_s: float | None = None
+    steal_s: float | None = None
+    others_cpu_s: float | None = None
 
 
 def with_own_tools(layout: sb.Layout) -> sb.Layout:

@@ -10,6 +10,10 @@ multiplicative: log t = log(base) + noise + drift(run position), base 1 for A (t
     spikes   normal, plus 5% of runs made 20-50% slower (uniform), as by interference
     t3       Student t with 3 degrees of freedom, scaled to SD cv
     drift    normal, plus a trend: each run 0.1% faster than the one before (warm-up-like)
+    bursts   normal, plus load that comes and goes (a shared machine): a two-state chain over run
+             positions (quiet -> loaded 5% per run, loaded -> quiet 15%: a quarter of the runs, in
+             bursts of about 7) and each loaded run 10-60% slower (uniform, drawn per run); both
+             runs of a pair mostly share the state, so the log ratios' variance changes over time
 
 Designs; every one estimates the run-to-run variance from its own data:
 
@@ -56,7 +60,7 @@ from pw.stats.paired import t_interval_log
 from pw.stats.planning import pairs_needed, plan_sequential
 from pw.stats.sequential import REASONS, stopping_times
 
-NOISES = ("normal", "spikes", "t3", "drift")
+NOISES = ("normal", "spikes", "t3", "drift", "bursts")
 CVS = (0.005, 0.02, 0.05, 0.10)
 SPEEDUPS = (1.00, 1.02, 1.05, 1.10, 1.50)
 DESIGNS = ("fixed5", "fixedN", "sequential", "welch")
@@ -65,6 +69,7 @@ CONFIDENCE = 0.95
 TARGET_EFFECT = 0.05
 SPIKE_P, SPIKE_LO, SPIKE_HI = 0.05, 0.20, 0.50
 DRIFT_PER_RUN = -0.001
+BURST_ON, BURST_OFF, BURST_LO, BURST_HI = 0.05, 0.15, 0.10, 0.60
 BOOTSTRAP_NS = (10, 30, 100)  # pw.stats reports the bootstrap from 100 pairs up
 
 
@@ -76,9 +81,19 @@ def spike_log_variance() -> float:
     return SPIKE_P * m2 - (SPIKE_P * m1) ** 2
 
 
+def burst_log_variance() -> float:
+    """Variance of the log-time added by the load of the stationary chain: B * log(1 + U), B ~
+    Bernoulli(on / (on + off)), U ~ U(lo, hi)."""
+    p, width = BURST_ON / (BURST_ON + BURST_OFF), BURST_HI - BURST_LO
+    m1 = integrate.quad(lambda u: math.log1p(u) / width, BURST_LO, BURST_HI)[0]
+    m2 = integrate.quad(lambda u: math.log1p(u) ** 2 / width, BURST_LO, BURST_HI)[0]
+    return p * m2 - (p * m1) ** 2
+
+
 def effective_cv(noise: str, cv: float) -> float:
     """The true SD of log run time of a noise model, drift aside: what a preflight would measure."""
-    return math.sqrt(cv * cv + spike_log_variance()) if noise == "spikes" else cv
+    extra = {"spikes": spike_log_variance, "bursts": burst_log_variance}.get(noise)
+    return math.sqrt(cv * cv + extra()) if extra else cv
 
 
 def log_noise(rng: np.random.Generator, noise: str, cv: float, shape: tuple[int, ...]) -> np.ndarray:
@@ -93,6 +108,19 @@ def log_noise(rng: np.random.Generator, noise: str, cv: float, shape: tuple[int,
 
 def drift(noise: str, positions: np.ndarray) -> np.ndarray:
     return DRIFT_PER_RUN * positions if noise == "drift" else np.zeros(positions.shape)
+
+
+def load(rng: np.random.Generator, noise: str, campaigns: int, runs: int) -> np.ndarray:
+    """Log-time added at each run position by the machine's load (bursts only): (campaigns, runs)."""
+    if noise != "bursts":
+        return np.zeros((campaigns, runs))
+    loaded = np.zeros((campaigns, runs), dtype=bool)
+    state = rng.random(campaigns) < BURST_ON / (BURST_ON + BURST_OFF)  # start in the stationary mix
+    flips = rng.random((campaigns, runs))
+    for p in range(runs):
+        loaded[:, p] = state
+        state = np.where(state, flips[:, p] >= BURST_OFF, flips[:, p] < BURST_ON)
+    return np.where(loaded, np.log1p(rng.uniform(BURST_LO, BURST_HI, size=(campaigns, runs))), 0.0)
 
 
 def blocked_orders(rng: np.random.Generator, campaigns: int, pairs: int) -> np.ndarray:
@@ -114,8 +142,10 @@ def paired_log_times(rng, noise, cv, speedup, campaigns, pairs) -> tuple[np.ndar
     base = 2 * np.arange(pairs)
     pos_a = base + np.where(first_is_a, 0, 1)
     pos_b = base + np.where(first_is_a, 1, 0)
-    log_a = log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_a)
-    log_b = -math.log(speedup) + log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_b)
+    machine = load(rng, noise, campaigns, 2 * pairs)
+    log_a = log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_a) + np.take_along_axis(machine, pos_a, 1)
+    log_b = (-math.log(speedup) + log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_b)
+             + np.take_along_axis(machine, pos_b, 1))
     return log_a, log_b
 
 
@@ -130,8 +160,10 @@ def fixed_faster_rate(d: np.ndarray, n: int) -> float:
 
 
 def welch_faster_rate(rng, noise, cv, speedup, campaigns, n) -> float:
-    log_a = log_noise(rng, noise, cv, (campaigns, n)) + drift(noise, np.arange(n))
-    log_b = -math.log(speedup) + log_noise(rng, noise, cv, (campaigns, n)) + drift(noise, n + np.arange(n))
+    machine = load(rng, noise, campaigns, 2 * n)
+    log_a = log_noise(rng, noise, cv, (campaigns, n)) + drift(noise, np.arange(n)) + machine[:, :n]
+    log_b = (-math.log(speedup) + log_noise(rng, noise, cv, (campaigns, n)) + drift(noise, n + np.arange(n))
+             + machine[:, n:])
     va, vb = log_a.var(axis=1, ddof=1) / n, log_b.var(axis=1, ddof=1) / n
     df = (va + vb) ** 2 / (va**2 / (n - 1) + vb**2 / (n - 1))
     diff = log_a.mean(axis=1) - log_b.mean(axis=1)

@@ -1,5 +1,5 @@
-"""Gate rules 8: a chained candidate is verified only when it is shown faster than the baseline
-along its chain of parents (``pw.rules.judge._chain_doubt``). Under rules 7 a candidate whose source
+"""Gate rules 9: a chained candidate is verified only when it is shown faster than the baseline
+along its chain of parents (``pw.rules.judge._chain_doubt``). Under rules 7-8 a candidate whose source
 was the baseline's, prepared on a parent slowed on purpose (the kernel run twice: rejected, 0.44x),
 was verified 2.23x over that parent (tests/data/redteam-s6/series-chain-*.patch)."""
 

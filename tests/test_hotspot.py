@@ -147,7 +147,7 @@ def test_the_launcher_reports_the_programs_user_and_system_time(tmp_path):
     from adapters.process import run_process
 
     busy = "s = 0\nfor i in range(3_000_000): s += i\n"
-    syscalls = "import os\nf = os.open('/dev/null', os.O_WRONLY)\nfor _ in range(200_000): os.write(f, b'x')\n"
+    syscalls = "import os\nf = os.open('/dev/null', os.O_WRONLY)\nfor _ in range(800_000): os.write(f, b'x')\n"
     out = {}
     for name, code in (("busy", busy), ("sys", syscalls)):
         r = run_process([sys.executable, "-c", code], cwd=tmp_path, env=None, timeout_s=60,

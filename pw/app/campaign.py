@@ -23,6 +23,10 @@ from ledger.contract import Contract
 from pw.workload import containment, output_check
 from pw.workload import steps as execute
 
+# Sample keys of the machine's load per timed run (``{label}:run_queue_s``, ``{label}:steal_s``,
+# ``{label}:others_cpu_s``; pw.rules.contention reads them).
+RUN_QUEUE, STEAL, OTHERS = "run_queue_s", "steal_s", "others_cpu_s"
+
 
 class CampaignResult(msgspec.Struct, frozen=True):
     timing: ev.TimingRecorded | None
@@ -93,6 +97,10 @@ def run_pairs(
     values: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     rss: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
+    # How the machine's load delayed each run (pw.stats.contention): kept when every run reports it.
+    waits: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
+    steals: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
+    others: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
     side_effects: list[str] = []
     baseline_differs: set[str] = set()  # streams the baseline itself does not reproduce
     candidate_differs: list[tuple[str, str]] = []  # (stream, message), judged once the campaign is over
@@ -115,6 +123,9 @@ def run_pairs(
             values[target.label].append(round(out.value, 9))
             walls[target.label].append(round(out.process.wall_s, 9))
             rss[target.label].append(float(out.process.max_rss_kb))
+            waits[target.label].append(out.process.run_queue_s)
+            steals[target.label].append(out.process.steal_s)
+            others[target.label].append(out.process.others_cpu_s)
             side_effects.extend(f"{target.label}: {s}" for s in out.side_effects)
             chk = (checks or {}).get(target.label)
             if chk is None:
@@ -149,6 +160,9 @@ def run_pairs(
         samples[label] = values[label]
         samples[f"{label}:wall_s"] = walls[label]
         samples[f"{label}:max_rss_kb"] = rss[label]
+        for key, seen in ((RUN_QUEUE, waits[label]), (STEAL, steals[label]), (OTHERS, others[label])):
+            if seen and all(x is not None for x in seen):
+                samples[f"{label}:{key}"] = [round(x, 6) for x in seen]
     conditions = ev.TimingConditions(
         host=host,
         argv=list(contract.run.argv),

@@ -345,7 +345,7 @@ def _resolution_facts(r: ev.ReprofileResolved) -> g.ResolutionFacts:
 
 
 def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, Any]) -> str | None:
-    """Gate rules 8: why a candidate timed against its parent is not shown faster than the baseline
+    """Gate rules 9: why a candidate timed against its parent is not shown faster than the baseline
     along the chain of parents, or None. Its verdict is the step over the parent, and a step over a
     parent slowed on purpose is real while the program gained nothing: a series-c candidate whose
     source was the baseline's, prepared on a parent that ran the kernel twice (rejected, 0.44x), was
@@ -456,7 +456,12 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
                                         timing[1] if timing else None)
         if shifted is not None:
             doubts.append(shifted)
-    chain = _chain_doubt(envelopes, ref, analysis) if rules >= 8 and ref != "baseline" and analysis else None
+    contended = None
+    if rules >= 8:  # the machine's load, measured per timed run (pw.rules.contention)
+        from pw.rules.contention import contention_reason
+
+        contended = contention_reason(timing[1] if timing else None, run.host.cpus)
+    chain = _chain_doubt(envelopes, ref, analysis) if rules >= 9 and ref != "baseline" and analysis else None
     timing_fault = None
     # Caught in a timed or profiled run (it left something for the next run, or printed something
     # else than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail
@@ -475,6 +480,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         timing_fault=timing_fault,
         ceiling=ceiling,
         doubts=doubts,
+        contended=contended,
         uncontained=_uncontained(timing[1].conditions if timing else None),
         chain=chain,
     )

@@ -15,7 +15,7 @@ Order of judgement, first match wins:
 5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and one
    per ceiling: an oracle that compares nothing is no oracle (``no-oracle:``); runs that could not
    be contained by a sandbox (``no sandbox:``); a chained candidate not shown faster than the
-   baseline along its chain of parents (``chain:``, gate rules 8: a step over a parent slowed on
+   baseline along its chain of parents (``chain:``, gate rules 9: a step over a parent slowed on
    purpose is no improvement of the program).
 
 ``Verdict.repairable`` (recorded as ``VerdictReached.repairable``) is True only when a rule-1 failure
@@ -44,6 +44,7 @@ NO_EFFECT = "no-effect:"
 INCONCLUSIVE = "inconclusive:"
 UNCONTAINED = "no sandbox:"
 BASELINE_SHIFT = "baseline-shift:"
+HOST_BUSY = "host-busy:"
 NO_ORACLE = "no-oracle:"
 CHAIN = "chain:"
 
@@ -103,6 +104,7 @@ def reach_verdict(
     timing_fault: FaultRecorded | None = None,
     ceiling: Sequence[str] = (),
     doubts: Sequence[str] = (),
+    contended: str | None = None,
     uncontained: str | None = None,
     screening_estimate: float | None = None,
     chain: str | None = None,
@@ -110,7 +112,9 @@ def reach_verdict(
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
     ``timing_fault`` is the failure that stopped the candidate's timed runs, if one did. ``doubts``
-    (the baseline itself ran slower than at start) make a FASTER candidate inconclusive; ``ceiling``
+    (the baseline itself ran slower than at start) make a FASTER candidate inconclusive, and
+    ``contended`` (the machine was too busy for the timings, ``pw.rules.contention``) any decided
+    one (faster, slower or no effect); ``ceiling``
     (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed, and so
     does ``uncontained`` (why its runs had no sandbox), and ``chain`` (why a chained candidate is
     not shown faster than the baseline). A ``timing_fault`` may also be what the
@@ -140,6 +144,9 @@ def reach_verdict(
         return Verdict("inconclusive", [f"{INCONCLUSIVE} no timing analysis"])
     n = int(a.get("n_pairs") or 0)
     verdict = a.get("verdict")
+    if contended is not None and verdict in ("FASTER", "SLOWER", "SAME"):
+        # whichever way the timing decided, it decided on the machine's load as much as the code
+        return Verdict("inconclusive", [f"{HOST_BUSY} {_summary(a)}; {contended}"])
     if verdict == "SLOWER":
         return Verdict("rejected", [f"{SLOWER} {_summary(a)}"])
     campaign = a.get("campaign") or {}

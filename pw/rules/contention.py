@@ -1,0 +1,102 @@
+"""Whether the machine was too busy for a campaign's timings to say anything about the code.
+
+A paired campaign's statistics assume that run-to-run noise is independent of the arm. A busy
+machine breaks that in a way no interval sees: a second timed workload on the same cores (another
+agent's campaign, a build) alternates its own heavy and light runs, and for a stretch of pairs
+its heavy runs can fall on one arm. On this 2-core host, with other jobs running, a no-op of
+series-c was *verified* at 1.058x: six pairs in a row had the baseline 8-20% slower in both run
+orders (benchmarks/real_aa.py); campaigns run beside the same jobs waited 44-58% of their wall
+time for a CPU.
+
+pw's launcher reports, for each timed run, how long the program's main thread was runnable but
+waiting for a CPU (``run_queue_s``, from /proc/PID/schedstat) and how much CPU time the hypervisor
+took from the machine meanwhile (``steal_s``, from /proc/stat, summed over the virtual CPUs). The
+*waited share* of a run is (run_queue_s + steal_s / cpus) / wall_s: the part of its wall time in
+which it could not run because of someone else's load. The launcher also reports the CPU time
+the machine's other work used while the run ran (``others_cpu_s``, /proc/stat's busy time less
+the program's own): on a machine whose CPUs are hyperthreads of shared cores, other work slows a
+run without making it wait. When either arm's median waited share exceeds CONTENDED_SHARE, or
+its median share of the other CPUs' time used by other work exceeds OTHERS_SHARE, the campaign
+decides nothing (gate rules 8: faster, slower and no effect become inconclusive): the timings
+are of the load.
+
+Pure: reads recorded samples only.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import msgspec
+
+from ledger import events as ev
+
+# Above this median share of its wall time spent waiting for a CPU, a run was timed on a busy
+# machine. A quiet host measures well under 1%; campaigns beside other jobs here, 44-58%.
+CONTENDED_SHARE = 0.10
+# Above this median share of the *other* CPUs' time used by other work while a run ran, the run
+# shared the machine: on this 2-vCPU host a divide-bound loop ran 2x slower beside a busy loop on
+# the other vCPU (hyperthreads of one core), with no run-queue wait at all, and a no-op was decided
+# 14% slower in 7 pairs at 1-2% wait.
+OTHERS_SHARE = 0.25
+RUN_QUEUE, STEAL, OTHERS, WALL = "run_queue_s", "steal_s", "others_cpu_s", "wall_s"
+
+
+class ArmContention(msgspec.Struct, frozen=True):
+    """One arm's contention, as medians over its timed runs: the share of wall time it waited for
+    a CPU, and the share of the other CPUs' time other work used (None where not recorded)."""
+
+    label: str
+    waited: float
+    others: float | None
+    runs: int
+
+
+def _per_run(samples: dict[str, list[float]], label: str, key: str, n: int) -> list[float] | None:
+    values = samples.get(f"{label}:{key}")
+    return list(values) if values is not None and len(values) == n else None
+
+
+def arm_of(timing: ev.TimingRecorded, label: str, cpus: int) -> ArmContention | None:
+    """``label``'s contention, or None when the campaign did not record the run queue for every
+    run (older runs, a kernel without scheduler statistics)."""
+    walls = timing.samples.get(f"{label}:{WALL}")
+    if not walls:
+        return None
+    n, cpus = len(walls), max(1, cpus)
+    waits = _per_run(timing.samples, label, RUN_QUEUE, n)
+    if waits is None:
+        return None
+    steals = _per_run(timing.samples, label, STEAL, n) or [0.0] * n
+    others = _per_run(timing.samples, label, OTHERS, n)
+    waited = [(w + max(0.0, s) / cpus) / t if t > 0 else math.inf for w, s, t in zip(waits, steals, walls, strict=True)]
+    other = None
+    if others is not None:
+        other = [o / (t * max(1, cpus - 1)) if t > 0 else math.inf for o, t in zip(others, walls, strict=True)]
+    return ArmContention(label=label, waited=round(statistics.median(waited), 6),
+                         others=None if other is None else round(statistics.median(other), 6), runs=n)
+
+
+def arm_contention(timing: ev.TimingRecorded, cpus: int) -> list[ArmContention]:
+    """Both arms' contention, for the arms that recorded it."""
+    return [a for label in timing.targets if (a := arm_of(timing, label, cpus)) is not None]
+
+
+def is_busy(arm: ArmContention) -> bool:
+    return arm.waited > CONTENDED_SHARE or (arm.others is not None and arm.others > OTHERS_SHARE)
+
+
+def contention_reason(timing: ev.TimingRecorded | None, cpus: int) -> str | None:
+    """Why the campaign was timed on a machine too busy to trust, or None."""
+    if timing is None:
+        return None
+    arms = arm_contention(timing, cpus)
+    if not any(is_busy(a) for a in arms):
+        return None
+    each = "; ".join(f"{a.label} waited {a.waited:.0%} of its wall time for a CPU"
+                     + ("" if a.others is None else f", other work used {a.others:.0%} of the other CPUs")
+                     for a in arms)
+    return (f"the machine was busy during the timed runs (medians: {each}; limits {CONTENDED_SHARE:.0%} and "
+            f"{OTHERS_SHARE:.0%}), so the timings are of other work's load as much as of the code: rerun the "
+            "campaign on a quiet machine")
