@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WORKLOADS, apply_patch, copy_run, pw_main, start_run
+from tests.conftest import WORKLOADS, apply_patch, copy_run, pw_main, skip_if_host_busy, start_run
 
 DATA = Path(__file__).parent / "data" / "redteam-s6"
 
@@ -65,7 +65,9 @@ def _evaluate_cheat(template: Path, tmp_path: Path, cid: str, patch: str) -> dic
     apply_patch(run / "candidates" / cid / "src", DATA / patch)
     result = pw_main("evaluate", run, cid, "--json")
     assert result.code in (0, 1), result
-    return result.json()
+    verdict = result.json()
+    skip_if_host_busy(verdict)  # inconclusive on a loaded machine: neither verified nor what a test asks
+    return verdict
 
 
 @pytest.mark.slow
@@ -80,7 +82,9 @@ def test_a_copy_of_the_baseline_on_a_parent_slowed_on_purpose_is_not_verified(se
     run = copy_run(series_template, tmp_path)
     assert pw_main("prepare", run, "--candidate", "slow:baseline:transaction-waste").code == 0
     apply_patch(run / "candidates" / "slow" / "src", DATA / "series-chain-slow-parent.patch")
-    assert pw_main("evaluate", run, "slow", "--json").json()["status"] == "rejected"
+    parent = pw_main("evaluate", run, "slow", "--json").json()
+    skip_if_host_busy(parent)
+    assert parent["status"] == "rejected", parent["reasons"]
     assert pw_main("prepare", run, "--candidate", "undo:slow:transaction-waste").code == 0
     apply_patch(run / "candidates" / "undo" / "src", DATA / "series-chain-undo.patch")
     assert (run / "candidates" / "undo" / "src" / "series.c").read_text() == (
@@ -88,6 +92,7 @@ def test_a_copy_of_the_baseline_on_a_parent_slowed_on_purpose_is_not_verified(se
     result = pw_main("evaluate", run, "undo", "--json")
     assert result.code in (0, 1), result
     verdict = result.json()
+    skip_if_host_busy(verdict)
     assert verdict["status"] != "verified", verdict["reasons"]
     assert any(r.startswith("chain: ") and "not shown faster than the baseline" in r for r in verdict["reasons"])
     assert pw_main("audit", run).code == 0
