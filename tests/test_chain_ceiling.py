@@ -1,4 +1,4 @@
-"""Gate rules 9: a chained candidate is verified only when it is shown faster than the baseline
+"""Gate rules 10: a chained candidate is verified only when it is shown faster than the baseline
 along its chain of parents (``pw.rules.judge._chain_doubt``). Under rules 7-8 a candidate whose source
 was the baseline's, prepared on a parent slowed on purpose (the kernel run twice: rejected, 0.44x),
 was verified 2.23x over that parent (tests/data/redteam-s6/series-chain-*.patch)."""

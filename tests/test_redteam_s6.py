@@ -15,11 +15,11 @@ cheat is NOT verified; those marked xfail are verified today and have no small, 
   other size runs the old code twice. The campaign times only the timed size: verified 1.61x.
 - series-chain-slow-parent.patch, then series-chain-undo.patch on it: the parent runs the kernel
   twice (rejected, 0.44x); the child restores the baseline's source byte for byte and was verified
-  2.23x over its parent (cumulative 0.98x). Fixed (gate rules 9): a chained candidate must be faster
+  2.23x over its parent (cumulative 0.98x). Fixed (gate rules 10): a chained candidate must be faster
   than the baseline along its chain; now proposed with a ``chain:`` reason.
 - series-rare-slow.patch (a unit test in test_gates.py, since its outcome depends on the inputs
   drawn): the table, but the old code 40 times on about 1 input in 30. Verified 1.74x over 31 pairs
-  whose first was 14.2 s against 0.37 s: 22.2 s against 16.0 s in total. Fixed (gate rules 9): the
+  whose first was 14.2 s against 0.37 s: 22.2 s against 16.0 s in total. Fixed (gate rules 10): the
   candidate's summed time over the pairs must be below the baseline's. Still verified when the
   first 5-7 pairs draw no slow input (another run: 1.76x over 7 pairs).
 - stencil-memo.patch (inferred contract, no inputs): half of the sweeps, then the six output lines

@@ -82,7 +82,7 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      work used more than 25% of the other CPUs meanwhile. A second timed workload's heavy runs
 #      can fall on one arm for a stretch of pairs, which no interval sees; a no-op was verified so.
 #      Gates unchanged.
-#   9: significance also needs the candidate's summed time over the campaign's pairs below the
+#   10: significance also needs the candidate's summed time over the campaign's pairs below the
 #      baseline's (``_total_time_check``): the geometric mean of per-pair ratios shrugs off a rare
 #      slow run, and a rewrite 38x slower on one input in 30 was verified 1.74x while it took 1.38x
 #      the baseline's time in the campaign itself (tests/data/redteam-s6/series-rare-slow.patch).
@@ -394,7 +394,7 @@ def _binary_mismatches(b: Binaries) -> list[str]:
 
 
 def _total_time_check(a: dict[str, Any]) -> str | None:
-    """Rules 9: why a FASTER campaign is not faster in total, or None. Its speedup is the geometric
+    """Rules 10: why a FASTER campaign is not faster in total, or None. Its speedup is the geometric
     mean of the per-pair ratios, which weighs a run 38x slower like one 38x faster, not like 38 runs:
     a rewrite fast on most inputs and far slower on a few can be FASTER by that mean and still cost
     more time than the baseline over the very pairs that measured it."""
@@ -426,7 +426,7 @@ def _significance(i: GateInputs, rules: int = GATE_RULES) -> GateResult:
             problems.append("not FASTER")
         elif low is None or not low > 1.0 + min_effect:
             problems.append(f"interval low {_g(low)} not above 1+min_effect {1 + min_effect:g}")
-        elif rules >= 9 and (slower_in_total := _total_time_check(a)):
+        elif rules >= 10 and (slower_in_total := _total_time_check(a)):
             problems.append(slower_in_total)
         if problems:
             failures.append(f"{summary}: {', '.join(problems)}")

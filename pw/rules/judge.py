@@ -345,7 +345,7 @@ def _resolution_facts(r: ev.ReprofileResolved) -> g.ResolutionFacts:
 
 
 def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, Any]) -> str | None:
-    """Gate rules 9: why a candidate timed against its parent is not shown faster than the baseline
+    """Gate rules 10: why a candidate timed against its parent is not shown faster than the baseline
     along the chain of parents, or None. Its verdict is the step over the parent, and a step over a
     parent slowed on purpose is real while the program gained nothing: a series-c candidate whose
     source was the baseline's, prepared on a parent that ran the kernel twice (rejected, 0.44x), was
@@ -461,7 +461,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         from pw.rules.contention import contention_reason
 
         contended = contention_reason(timing[1] if timing else None, run.host.cpus)
-    chain = _chain_doubt(envelopes, ref, analysis) if rules >= 9 and ref != "baseline" and analysis else None
+    chain = _chain_doubt(envelopes, ref, analysis) if rules >= 10 and ref != "baseline" and analysis else None
     timing_fault = None
     # Caught in a timed or profiled run (it left something for the next run, or printed something
     # else than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail

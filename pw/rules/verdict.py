@@ -15,7 +15,7 @@ Order of judgement, first match wins:
 5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and one
    per ceiling: an oracle that compares nothing is no oracle (``no-oracle:``); runs that could not
    be contained by a sandbox (``no sandbox:``); a chained candidate not shown faster than the
-   baseline along its chain of parents (``chain:``, gate rules 9: a step over a parent slowed on
+   baseline along its chain of parents (``chain:``, gate rules 10: a step over a parent slowed on
    purpose is no improvement of the program).
 
 ``Verdict.repairable`` (recorded as ``VerdictReached.repairable``) is True only when a rule-1 failure
