@@ -206,6 +206,13 @@ def matmul_template(_matmul_started, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def series_started(tmp_path_factory) -> Path:
+    """A started workloads/series-c run (baseline timed and profiled), made once per session.
+    Never modify it: copy it to add candidates."""
+    return start_run(WORKLOADS / "series-c", tmp_path_factory.mktemp("series-started"))
+
+
+@pytest.fixture(scope="session")
 def matmul_interchange(matmul_template, _matmul_started) -> Path:
     """The session's started run itself with candidate ``a`` = candidates/interchange.patch prepared
     and evaluated. Read only: copy it to change it."""

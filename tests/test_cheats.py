@@ -80,7 +80,7 @@ def test_fresh_holdouts_are_drawn_after_the_build_and_compared_with_the_baseline
     drawn = next(e for e in events if isinstance(e.data, ev.HoldoutsDrawn) and e.data.target == "a")
     oracle = next(e for e in events if isinstance(e.data, ev.OracleChecked) and e.data.target == "a")
     assert built.seq < drawn.seq < oracle.seq and drawn.data.binary_sha256 == built.data.binary_sha256
-    assert len(drawn.data.inputs) == 4 and all(a[0] == "./matmul" and 64 <= int(a[1]) <= 719 for a in drawn.data.inputs)
+    assert len(drawn.data.inputs) == 4 and all(a[0] == "./matmul" and 64 <= int(a[1]) <= 720 for a in drawn.data.inputs)
     assert oracle.data.passed and len(oracle.data.holdouts) == 4
     assert all("lines match the baseline" in h for h in oracle.data.holdouts)
     assert oracle.data.compares_nothing is None

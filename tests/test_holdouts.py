@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from ledger.contract import Contract, HoldoutGenerator, Oracle, Source, Step
 from ledger.errors import InputError
-from pw.workload.holdouts import bind, draw_holdouts, draw_pair_inputs, pair_generator, placeholders
+from pw.workload.holdouts import (
+    bind,
+    covering,
+    draw_holdouts,
+    draw_pair_inputs,
+    drawn_from,
+    pair_generator,
+    placeholders,
+)
 from pw.workload.manifest import load_manifest
 from tests.conftest import WORKLOADS
 
@@ -89,6 +97,37 @@ def test_every_bundled_workload_declares_generators_that_match_its_timed_run(nam
     assert c.oracle.kind == "baseline" and c.oracle.generators
     assert pair_generator(c) is not None, "each timed pair must be able to draw a fresh input"
     assert all(h.reference.startswith("reference/") for h in c.oracle.holdout)
+
+
+def test_fresh_holdouts_are_drawn_up_to_the_timed_input():
+    """A rewrite wrong only between the declared ranges and the timed size was verified on series-c
+    (steps drawn from [1, 300], timed at 6000: tests/data/redteam-s6/series-steps-gap.patch). The
+    ranges are widened to hold the timed run's values, so those sizes are drawn."""
+    c = contract(GEN)  # n in [64, 200], timed at 720
+    assert covering(GEN, c.run.argv).ranges == {"n": [64, 720], "seed": [0, 4294967295]}
+    assert drawn_from(c) == [covering(GEN, c.run.argv)]
+    sizes = {int(argv[1]) for s in range(200) for argv in draw_holdouts(drawn_from(c), s)}
+    assert min(sizes) >= 64 and max(sizes) <= 720 and any(n > 200 for n in sizes)
+    # A template that does not render the timed argv, or a timed value already inside, changes nothing.
+    other = contract(GEN, argv=("./other", "720", "1"))
+    assert drawn_from(other) == [GEN]
+    assert drawn_from(contract(GEN, argv=("./matmul", "100", "1"))) == [GEN]
+
+
+def test_series_c_holdouts_can_draw_every_steps_value_up_to_the_timed_run():
+    c, _ = load_manifest(WORKLOADS / "series-c")
+    (gen,) = drawn_from(c)
+    assert gen.ranges["steps"] == [1, 6000] and gen.ranges["n"] == [1, 4096]
+    # P(no draw with 300 < steps != 6000) over the 3 draws of one evaluation is about 1e-4.
+    gap = [any(300 < int(a[2]) != 6000 for a in draw_holdouts([gen], s)) for s in range(100)]
+    assert sum(gap) >= 99
+
+
+def test_the_oracle_statement_names_the_ranges_drawn_from():
+    from pw.workload.differential import describe_coverage
+
+    text = describe_coverage(contract(GEN), None, [["./matmul", "300", "5"]], None)
+    assert "(n in [64, 720], seed in [0, 4294967295])" in text
 
 
 def test_the_brief_states_what_the_oracle_compares_and_names_only_holdouts_that_exist():

@@ -19,7 +19,6 @@ from tests.conftest import (
     ledger_events,
     pw_main,
     skip_if_host_busy,
-    start_run,
 )
 from tests.test_adaptive_campaigns import (
     _campaign_quiet_enough,
@@ -30,12 +29,6 @@ from tests.test_adaptive_campaigns import (
 )
 
 PATCHES = WORKLOADS / "series-c" / "candidates"
-
-
-@pytest.fixture(scope="module")
-def series_started(tmp_path_factory) -> Path:
-    """A started series-c run (baseline timed and profiled). Copy it to add candidates."""
-    return start_run(WORKLOADS / "series-c", tmp_path_factory.mktemp("series-started"))
 
 
 def _prepared(started: Path, tmp_path: Path, cid: str, patch: str) -> Path:

@@ -92,13 +92,13 @@ def secret_seed() -> int:
 def draw_fresh_holdouts(handle: RunHandle, state, target: str, binary_sha256: str | None):
     """(state, inputs): fresh inputs from the manifest's generators, drawn now and recorded as
     `HoldoutsDrawn`; no event and no inputs without generators."""
-    from pw.workload.holdouts import draw_holdouts
+    from pw.workload.holdouts import draw_holdouts, drawn_from
 
-    generators = state.run.contract.oracle.generators
+    generators = drawn_from(state.run.contract)
     if not generators:
         return state, []
     seed = secret_seed()
-    inputs = draw_holdouts(list(generators), seed)
+    inputs = draw_holdouts(generators, seed)
     state = handle.record(state, [ev.HoldoutsDrawn(target=target, binary_sha256=binary_sha256, seed=seed,
                                                    inputs=inputs)])
     return state, inputs

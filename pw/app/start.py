@@ -268,10 +268,10 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
         fresh: list[list[str]] = []
         if contract.oracle.generators:
             from pw.app.evaluate import secret_seed
-            from pw.workload.holdouts import draw_holdouts
+            from pw.workload.holdouts import draw_holdouts, drawn_from
 
             seed = secret_seed()
-            fresh = draw_holdouts(list(contract.oracle.generators), seed)
+            fresh = draw_holdouts(drawn_from(contract), seed)
             drawn = [ev.HoldoutsDrawn(target="baseline", binary_sha256=binary, seed=seed, inputs=fresh)]
         result = correctness.check(contract, target, target.src_dir, scratch, handle.evidence,
                                    baseline=target, fresh=fresh)

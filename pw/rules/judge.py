@@ -344,6 +344,33 @@ def _resolution_facts(r: ev.ReprofileResolved) -> g.ResolutionFacts:
                              max_time_s=r.max_time_s, required_samples=r.required_samples)
 
 
+def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, Any]) -> str | None:
+    """Gate rules 10: why a candidate timed against its parent is not shown faster than the baseline
+    along the chain of parents, or None. Its verdict is the step over the parent, and a step over a
+    parent slowed on purpose is real while the program gained nothing: a series-c candidate whose
+    source was the baseline's, prepared on a parent that ran the kernel twice (rejected, 0.44x), was
+    verified 2.23x (tests/data/redteam-s6/series-chain-*.patch). The cumulative speedup and its
+    interval are those ``projections.state.cumulative`` reports (steps' log half-widths added in
+    quadrature); its low end must clear the campaign's minimum effect, as a step's must."""
+    import math
+
+    from projections.state import cumulative, fold
+
+    before = cumulative(fold(envelopes), parent)
+    if before is None or not before.interval or before.interval[0] <= 0:
+        return f"the parent {parent!r} has no measured speedup over the baseline to build on"
+    speedup, low = float(analysis["speedup"]), float(analysis["interval"]["low"])
+    min_effect = float((analysis.get("params") or {}).get("min_effect", 0.0))
+    log_total = math.log(before.speedup) + math.log(speedup)
+    half = math.hypot(math.log(before.speedup) - math.log(before.interval[0]), math.log(speedup) - math.log(low))
+    total, total_low = math.exp(log_total), math.exp(log_total - half)
+    if total_low > 1.0 + min_effect:
+        return None
+    path = " -> ".join(["baseline", *before.steps])
+    return (f"{speedup:.4g}x over its parent {parent!r}, but {total:.4g}x (low {total_low:.4g}) over the baseline "
+            f"along {path}: not shown faster than the baseline (the parent was {before.speedup:.4g}x)")
+
+
 def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, bytes],
                  rules: int = g.GATE_RULES) -> Judgement:
     """Judge `cid`'s latest attempt from `envelopes` and the profile bytes `profiles_needed` named,
@@ -434,6 +461,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         from pw.rules.contention import contention_reason
 
         contended = contention_reason(timing[1] if timing else None, run.host.cpus)
+    chain = _chain_doubt(envelopes, ref, analysis) if rules >= 10 and ref != "baseline" and analysis else None
     timing_fault = None
     # Caught in a timed or profiled run (it left something for the next run, or printed something
     # else than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail
@@ -454,6 +482,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         doubts=doubts,
         contended=contended,
         uncontained=_uncontained(timing[1].conditions if timing else None),
+        chain=chain,
     )
     interval = None
     speedup = None

@@ -14,7 +14,9 @@ Order of judgement, first match wins:
    ``verified:`` reason summarising the speedup).
 5. **proposed** otherwise, one reason per failed or missing gate (``gate <name>: <detail>``), and one
    per ceiling: an oracle that compares nothing is no oracle (``no-oracle:``); runs that could not
-   be contained by a sandbox (``no sandbox:``).
+   be contained by a sandbox (``no sandbox:``); a chained candidate not shown faster than the
+   baseline along its chain of parents (``chain:``, gate rules 10: a step over a parent slowed on
+   purpose is no improvement of the program).
 
 ``Verdict.repairable`` (recorded as ``VerdictReached.repairable``) is True only when a rule-1 failure
 that an edit can address was found: the agent may fix the workspace and evaluate again, spending one
@@ -44,6 +46,7 @@ UNCONTAINED = "no sandbox:"
 BASELINE_SHIFT = "baseline-shift:"
 HOST_BUSY = "host-busy:"
 NO_ORACLE = "no-oracle:"
+CHAIN = "chain:"
 
 # Failures of the candidate's own program, which an edit can fix. The others (nondeterministic
 # baseline output, an unusable profiler) are about the workload or the host.
@@ -104,6 +107,7 @@ def reach_verdict(
     contended: str | None = None,
     uncontained: str | None = None,
     screening_estimate: float | None = None,
+    chain: str | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
@@ -112,7 +116,8 @@ def reach_verdict(
     ``contended`` (the machine was too busy for the timings, ``pw.rules.contention``) any decided
     one (faster, slower or no effect); ``ceiling``
     (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed, and so
-    does ``uncontained`` (why its runs had no sandbox). A ``timing_fault`` may also be what the
+    does ``uncontained`` (why its runs had no sandbox), and ``chain`` (why a chained candidate is
+    not shown faster than the baseline). A ``timing_fault`` may also be what the
     candidate was caught at in a timed or profiled run (``caught``, ``output-mismatch``)."""
     by_name = {g.name: g for g in gates}
     a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
@@ -164,6 +169,8 @@ def reach_verdict(
         elif not g.passed:
             reasons.append(f"gate {name}: {g.detail}")
     reasons += [f"{NO_ORACLE} {c}" for c in ceiling]
+    if chain is not None:
+        reasons.append(f"{CHAIN} {chain}")
     if uncontained is not None:
         reasons.append(f"{UNCONTAINED} {uncontained}; a run outside a sandbox could have cached its result or "
                        "read the references, so the ceiling is proposed")

@@ -109,7 +109,7 @@ def run_fresh(contract: Contract, target: Target, baseline: Target, scratch: Pat
 def describe_coverage(contract: Contract, covered: Comparison | None, fresh: list[list[str]],
                       pair_template: str | None) -> str:
     """One sentence of what the oracle compares: streams, lines, tolerance, holdouts."""
-    from pw.workload.holdouts import describe
+    from pw.workload.holdouts import describe, drawn_from
 
     o = contract.oracle
     if o.kind == "exit":
@@ -127,7 +127,7 @@ def describe_coverage(contract: Contract, covered: Comparison | None, fresh: lis
     if o.holdout:
         parts.append(f"{len(o.holdout)} fixed holdout input(s) vs their references")
     if o.generators:
-        gens = "; ".join(describe(g) for g in o.generators)
+        gens = "; ".join(describe(g) for g in drawn_from(contract))
         parts.append(f"{len(fresh)} fresh holdout input(s) drawn after the build from {gens}, vs the baseline")
     if pair_template:
         parts.append(f"every timed pair on a fresh input {pair_template}, candidate vs baseline")
