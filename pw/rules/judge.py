@@ -295,11 +295,16 @@ def _arm(samples: list[float]) -> tuple[float | None, float | None]:
     return round(float(np.median(vals)), 9), round(float(np.std(np.log(vals), ddof=1)), 9)
 
 
-def _profile_consistency(s: Selection, cid: str, ref: str) -> g.ProfileConsistency | None:
+def _profile_consistency(s: Selection, cid: str, ref: str, rules: int = g.GATE_RULES) -> g.ProfileConsistency | None:
     """What the profile-consistency check (gate rules 5) reads: each profiled run, as the launcher
     reported it, and the same target's timed runs. The reference's timed runs are those timed
     alongside its profile (the baseline-variance stage for the baseline), so that a machine busier
-    then than now cancels out of its profiled/timed ratio; the candidate's are its campaign's."""
+    then than now cancels out of its profiled/timed ratio; the candidate's are its campaign's.
+
+    Rules 11: the reference's spread is at least its arm's in the candidate's campaign. Five runs
+    at `pw start` can come out quiet by luck: on CI, matmul-c's start measured 3.6% where the
+    baseline arm of the next campaign measured 10.0%, and the honest interchange's one profiled run
+    each (the reference's 16% fast, the candidate's 29% slow) read +54% against a ±46% band."""
     if s.candidate_capture is None or s.baseline_capture is None or s.timing is None:
         return None
     if ref == "baseline" and s.baseline_timing is not None and _timed_wall(s.baseline_timing[1], "baseline"):
@@ -307,6 +312,9 @@ def _profile_consistency(s: Selection, cid: str, ref: str) -> g.ProfileConsisten
     else:
         ref_timed = _timed_wall(s.timing[1], ref)
     b_med, b_sd = _arm(ref_timed)
+    if rules >= 11 and b_sd is not None:
+        _, arm_sd = _arm(_timed_wall(s.timing[1], ref))
+        b_sd = max(b_sd, arm_sd) if arm_sd is not None else b_sd
     c_med, c_sd = _arm(_timed_wall(s.timing[1], cid))
     bc, cc = s.baseline_capture[1], s.candidate_capture[1]
     return g.ProfileConsistency(
@@ -434,7 +442,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         adapter=adapter,
         counter=counter,
         diagnosis=_diagnosis_facts(s, profiles),
-        profile_consistency=_profile_consistency(s, cid, ref) if profile_diff is not None else None,
+        profile_consistency=_profile_consistency(s, cid, ref, rules) if profile_diff is not None else None,
         resolution=_resolution_facts(s.resolution[1]) if s.resolution else None,
         wall_analysis=wall,
         peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
