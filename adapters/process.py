@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -152,6 +153,7 @@ def run_process(
     if confine is not None:
         env = sb.environment(dict(os.environ if env is None else env))
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        own_before = _own_cpu_s()
         start = time.perf_counter()
         try:
             proc, report_r = _popen(argv, cwd=cwd, env=env, launcher=own_peak_rss, confine=confine, outer=list(outer))
@@ -177,6 +179,7 @@ def run_process(
         timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
+            own_during = _own_cpu_s() - own_before
         except BaseException:
             _kill_group(proc.pid, reaped)  # Ctrl-C while a child runs: leave no orphan behind
             raise
@@ -197,7 +200,10 @@ def run_process(
         extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files,
                      user_s=measured.user_s, sys_s=measured.sys_s, reported=True,
                      run_queue_s=measured.run_queue_s, steal_s=measured.steal_s,
-                     others_cpu_s=measured.others_cpu_s)
+                     # This process's own threads (draining the program's output, the timer) are
+                     # not other work: a program that prints 100 MB keeps them busy on another CPU.
+                     others_cpu_s=None if measured.others_cpu_s is None
+                     else max(0.0, measured.others_cpu_s - own_during))
     if launch_error is not None:
         return ProcessResult(argv, None, None, False, launch_error, 0.0, 0, str(stdout_path), str(stderr_path),
                              sandboxed=confine is not None)
@@ -213,6 +219,12 @@ def run_process(
         stderr_path=str(stderr_path),
         **extra,
     )
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds this process (every thread) has used."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _drain(pipe, sink) -> threading.Thread:

@@ -175,3 +175,19 @@ def test_the_launcher_sees_other_work_on_another_cpu(tmp_path):
     """Pinned to different CPUs, the program need not wait, but the other work is measured."""
     r = _beside_a_busy_loop(tmp_path, 1)
     assert r.others_cpu_s / r.wall_s > 0.7, r  # the busy loop held the other CPU the whole run
+
+
+@pytest.mark.slow  # serial: a second test worker would be other work
+def test_draining_a_loud_programs_output_is_not_other_work(tmp_path):
+    """pw's own threads copy the program's output while it runs; on a quiet machine a program that
+    prints 200 MB to stderr must not read as timed beside other work (CI's suite gemm did, at 50-60%
+    of the other CPU, before pw subtracted its own CPU time)."""
+    from adapters.process import run_process
+
+    loud = "import sys\nline = 'x' * 99 + '\\n'\nfor _ in range(2_000_000): sys.stderr.write(line)\n"
+    r = run_process([sys.executable, "-c", loud], cwd=tmp_path, env=None, timeout_s=120,
+                    stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", own_peak_rss=True)
+    assert r.exit_code == 0 and (tmp_path / "e").stat().st_size == 200_000_000, r
+    if r.run_queue_s / r.wall_s > CONTENDED_SHARE:
+        pytest.skip(f"the machine is busy: the program waited {r.run_queue_s / r.wall_s:.0%} of its run for a CPU")
+    assert r.others_cpu_s / r.wall_s < OTHERS_SHARE, r
