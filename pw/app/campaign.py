@@ -20,12 +20,9 @@ import msgspec
 
 from ledger import events as ev
 from ledger.contract import Contract
+from pw.rules.contention import OTHERS, RUN_QUEUE, STEAL
 from pw.workload import containment, output_check
 from pw.workload import steps as execute
-
-# Sample keys of the machine's load per timed run (``{label}:run_queue_s``, ``{label}:steal_s``,
-# ``{label}:others_cpu_s``; pw.rules.contention reads them).
-RUN_QUEUE, STEAL, OTHERS = "run_queue_s", "steal_s", "others_cpu_s"
 
 
 class CampaignResult(msgspec.Struct, frozen=True):
@@ -97,7 +94,8 @@ def run_pairs(
     values: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
     rss: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
-    # How the machine's load delayed each run (pw.stats.contention): kept when every run reports it.
+    # How the machine's load delayed each run (pw.rules.contention reads them): kept when every
+    # run reports it, as ``{label}:run_queue_s``, ``{label}:steal_s``, ``{label}:others_cpu_s``.
     waits: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
     steals: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
     others: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
