@@ -14,6 +14,12 @@ multiplicative: log t = log(base) + noise + drift(run position), base 1 for A (t
              positions (quiet -> loaded 5% per run, loaded -> quiet 15%: a quarter of the runs, in
              bursts of about 7) and each loaded run 10-60% slower (uniform, drawn per run); both
              runs of a pair mostly share the state, so the log ratios' variance changes over time
+    streaks  normal, plus interference that favours one arm for a stretch of pairs (what a VM showed
+             a no-op: the baseline 8-20% slower for six pairs in both run orders, then not): a
+             two-state chain over pairs (quiet -> streak 4% per pair, streak -> quiet 15%: streaks of
+             about 7 pairs, a fifth of the pairs) and in a streak one arm, drawn per streak, 5-25%
+             slower (uniform, per run). No interval on iid pairs holds here; the rates show how
+             often a rule is fooled.
 
 Designs; every one estimates the run-to-run variance from its own data:
 
@@ -54,13 +60,16 @@ from scipy import integrate, stats
 # The repository root first: benchmarks/ledger.py would otherwise shadow the `ledger` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pw.stats.adaptive import CampaignParams, run_campaign
+from pw.stats.adaptive import CAMPAIGN_RULE, CAMPAIGN_RULES, CampaignParams, run_campaign
 from pw.stats.effect import CODE_FASTER, verdict_codes
 from pw.stats.paired import t_interval_log
 from pw.stats.planning import pairs_needed, plan_sequential
 from pw.stats.sequential import REASONS, stopping_times
 
 NOISES = ("normal", "spikes", "t3", "drift", "bursts")
+# Models no interval on iid pairs is meant to survive: run by the campaign section only, and reported
+# apart from the headline (how often each campaign rule is fooled).
+STRESS_NOISES = ("streaks",)
 CVS = (0.005, 0.02, 0.05, 0.10)
 SPEEDUPS = (1.00, 1.02, 1.05, 1.10, 1.50)
 DESIGNS = ("fixed5", "fixedN", "sequential", "welch")
@@ -70,6 +79,7 @@ TARGET_EFFECT = 0.05
 SPIKE_P, SPIKE_LO, SPIKE_HI = 0.05, 0.20, 0.50
 DRIFT_PER_RUN = -0.001
 BURST_ON, BURST_OFF, BURST_LO, BURST_HI = 0.05, 0.15, 0.10, 0.60
+STREAK_ON, STREAK_OFF, STREAK_LO, STREAK_HI = 0.04, 0.15, 0.05, 0.25
 BOOTSTRAP_NS = (10, 30, 100)  # pw.stats reports the bootstrap from 100 pairs up
 
 
@@ -81,18 +91,27 @@ def spike_log_variance() -> float:
     return SPIKE_P * m2 - (SPIKE_P * m1) ** 2
 
 
-def burst_log_variance() -> float:
-    """Variance of the log-time added by the load of the stationary chain: B * log(1 + U), B ~
-    Bernoulli(on / (on + off)), U ~ U(lo, hi)."""
-    p, width = BURST_ON / (BURST_ON + BURST_OFF), BURST_HI - BURST_LO
-    m1 = integrate.quad(lambda u: math.log1p(u) / width, BURST_LO, BURST_HI)[0]
-    m2 = integrate.quad(lambda u: math.log1p(u) ** 2 / width, BURST_LO, BURST_HI)[0]
+def chain_log_variance(p: float, lo: float, hi: float) -> float:
+    """Variance of the log-time a stationary load chain adds to a run it hits with probability p:
+    B * log(1 + U), B ~ Bernoulli(p), U ~ U(lo, hi)."""
+    width = hi - lo
+    m1 = integrate.quad(lambda u: math.log1p(u) / width, lo, hi)[0]
+    m2 = integrate.quad(lambda u: math.log1p(u) ** 2 / width, lo, hi)[0]
     return p * m2 - (p * m1) ** 2
+
+
+def burst_log_variance() -> float:
+    return chain_log_variance(BURST_ON / (BURST_ON + BURST_OFF), BURST_LO, BURST_HI)
+
+
+def streak_log_variance() -> float:
+    """A streak hits one of the two arms: each run with half the chain's stationary probability."""
+    return chain_log_variance(STREAK_ON / (STREAK_ON + STREAK_OFF) / 2.0, STREAK_LO, STREAK_HI)
 
 
 def effective_cv(noise: str, cv: float) -> float:
     """The true SD of log run time of a noise model, drift aside: what a preflight would measure."""
-    extra = {"spikes": spike_log_variance, "bursts": burst_log_variance}.get(noise)
+    extra = {"spikes": spike_log_variance, "bursts": burst_log_variance, "streaks": streak_log_variance}.get(noise)
     return math.sqrt(cv * cv + extra()) if extra else cv
 
 
@@ -123,6 +142,25 @@ def load(rng: np.random.Generator, noise: str, campaigns: int, runs: int) -> np.
     return np.where(loaded, np.log1p(rng.uniform(BURST_LO, BURST_HI, size=(campaigns, runs))), 0.0)
 
 
+def streaks(rng: np.random.Generator, noise: str, campaigns: int, pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Log-time added to the baseline's and the candidate's run of each pair by a streak (streaks
+    only): (campaigns, pairs) each."""
+    if noise != "streaks":
+        return np.zeros((campaigns, pairs)), np.zeros((campaigns, pairs))
+    on = np.zeros((campaigns, pairs), dtype=bool)
+    hits_a = np.zeros((campaigns, pairs), dtype=bool)
+    state = rng.random(campaigns) < STREAK_ON / (STREAK_ON + STREAK_OFF)
+    arm_a = rng.random(campaigns) < 0.5
+    flips, arms = rng.random((campaigns, pairs)), rng.random((campaigns, pairs)) < 0.5
+    for p in range(pairs):
+        on[:, p], hits_a[:, p] = state, arm_a
+        starts = ~state & (flips[:, p] < STREAK_ON)
+        arm_a = np.where(starts, arms[:, p], arm_a)
+        state = np.where(state, flips[:, p] >= STREAK_OFF, starts)
+    slow = np.log1p(rng.uniform(STREAK_LO, STREAK_HI, size=(campaigns, pairs)))
+    return np.where(on & hits_a, slow, 0.0), np.where(on & ~hits_a, slow, 0.0)
+
+
 def blocked_orders(rng: np.random.Generator, campaigns: int, pairs: int) -> np.ndarray:
     """True where a pair runs A first; blocks of two pairs are (AB, BA) or (BA, AB)."""
     blocks = rng.random((campaigns, (pairs + 1) // 2)) < 0.5
@@ -143,9 +181,11 @@ def paired_log_times(rng, noise, cv, speedup, campaigns, pairs) -> tuple[np.ndar
     pos_a = base + np.where(first_is_a, 0, 1)
     pos_b = base + np.where(first_is_a, 1, 0)
     machine = load(rng, noise, campaigns, 2 * pairs)
-    log_a = log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_a) + np.take_along_axis(machine, pos_a, 1)
+    streak_a, streak_b = streaks(rng, noise, campaigns, pairs)
+    log_a = (log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_a) + np.take_along_axis(machine, pos_a, 1)
+             + streak_a)
     log_b = (-math.log(speedup) + log_noise(rng, noise, cv, (campaigns, pairs)) + drift(noise, pos_b)
-             + np.take_along_axis(machine, pos_b, 1))
+             + np.take_along_axis(machine, pos_b, 1) + streak_b)
     return log_a, log_b
 
 
@@ -204,7 +244,8 @@ class CampaignCell:
     covered: float  # rate of reported intervals that hold the true speedup
 
 
-def campaign_cell(seed_seq, noise, cv, speedup, campaigns, params: CampaignParams) -> CampaignCell:
+def campaign_cell(seed_seq, noise, cv, speedup, campaigns, params: CampaignParams,
+                  rule: str = CAMPAIGN_RULE) -> CampaignCell:
     """`campaigns` runs of the product's controller on simulated timings of one cell."""
     rng = np.random.Generator(np.random.PCG64(seed_seq))
     log_a, log_b = paired_log_times(rng, noise, cv, speedup, campaigns, params.max_pairs)
@@ -215,7 +256,7 @@ def campaign_cell(seed_seq, noise, cv, speedup, campaigns, params: CampaignParam
         def measure(first: int, count: int, i: int = i):
             return base_s[i, first : first + count], cand_s[i, first : first + count]
 
-        last = run_campaign(measure, params).looks[-1]
+        last = run_campaign(measure, params, rule=rule).looks[-1]
         pairs.append(last.n_pairs)
         faster.append(last.reason == "faster")
         same.append(last.reason == "same")
@@ -226,11 +267,11 @@ def campaign_cell(seed_seq, noise, cv, speedup, campaigns, params: CampaignParam
     return CampaignCell(*(float(np.mean(x)) for x in (pairs, faster, same, budget, covered)))
 
 
-def campaign_section(root, campaigns: int) -> tuple[list[str], dict[str, float]]:
+def campaign_section(root, campaigns: int, rule: str = CAMPAIGN_RULE) -> tuple[list[str], dict[str, float]]:
     """The adaptive-campaign table and its headline numbers."""
     cells: dict[tuple[str, float, float], CampaignCell] = {}
     fixed: dict[tuple[str, float], int] = {}
-    for i, noise in enumerate(NOISES):
+    for i, noise in enumerate(NOISES + STRESS_NOISES):
         for j, cv in enumerate(CAMPAIGN_CVS):
             cv_eff = effective_cv(noise, cv)
             fixed[noise, cv] = pairs_needed(cv_eff, TARGET_EFFECT, min_effect=MIN_EFFECT)
@@ -240,12 +281,12 @@ def campaign_section(root, campaigns: int) -> tuple[list[str], dict[str, float]]
             )
             for k, speedup in enumerate(CAMPAIGN_SPEEDUPS):
                 child = np.random.SeedSequence(root.entropy, spawn_key=(77, i, j, k))
-                cells[noise, cv, speedup] = campaign_cell(child, noise, cv, speedup, campaigns, params)
+                cells[noise, cv, speedup] = campaign_cell(child, noise, cv, speedup, campaigns, params, rule)
     lines = [
-        f"\nAdaptive campaigns (pw.stats.adaptive.run_campaign, {campaigns} per cell, margin "
+        f"\nAdaptive campaigns (pw.stats.adaptive.run_campaign, rule {rule}, {campaigns} per cell, margin "
         f"±{CampaignParams().margin:.0%}): mean pairs, rate FASTER / no effect / budget, coverage",
     ]
-    for noise in NOISES:
+    for noise in NOISES + STRESS_NOISES:
         for cv in CAMPAIGN_CVS:
             parts = []
             for s in CAMPAIGN_SPEEDUPS:
@@ -258,7 +299,10 @@ def campaign_section(root, campaigns: int) -> tuple[list[str], dict[str, float]]
         headline[f"campaign_pairs_ratio_cv{round(cv * 100)}"] = float(np.mean(ratios))
     headline["campaign_power_at_5pct_min"] = min(cells[nz, cv, 1.05].faster for nz in NOISES for cv in CAMPAIGN_CVS)
     headline["campaign_aa_false_verified"] = max(cells[nz, cv, 1.00].faster for nz in NOISES for cv in CAMPAIGN_CVS)
-    headline["campaign_coverage"] = min(c.covered for c in cells.values())
+    headline["campaign_coverage"] = min(c.covered for (nz, _, _), c in cells.items() if nz in NOISES)
+    for nz in STRESS_NOISES:
+        headline[f"campaign_{nz}_aa_false_faster"] = max(cells[nz, cv, 1.00].faster for cv in CAMPAIGN_CVS)
+        headline[f"campaign_{nz}_coverage"] = min(c.covered for (n, _, _), c in cells.items() if n == nz)
     return lines, headline
 
 
@@ -290,12 +334,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="300 campaigns per cell (under a minute)")
     parser.add_argument("--campaigns", type=int, default=None, help="campaigns per cell (full: 2000)")
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--campaign-rule", choices=CAMPAIGN_RULES, default=CAMPAIGN_RULE,
+                        help=f"the adaptive campaigns' stopping rule (default {CAMPAIGN_RULE})")
+    parser.add_argument("--campaigns-only", action="store_true", help="only the adaptive-campaign section")
     args = parser.parse_args(argv)
     campaigns = args.campaigns or (300 if args.quick else 2000)
     if campaigns < 10:
         parser.error("--campaigns must be at least 10")
     started = time.perf_counter()
     root = np.random.SeedSequence(args.seed)
+    if args.campaigns_only:
+        return campaign_report(root, campaigns, args.campaign_rule, started)
 
     results: dict[tuple[str, float, float], CellResult] = {}
     plans: dict[tuple[str, float], tuple[int, int]] = {}
@@ -381,9 +430,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"aa_false_faster_rate_sequential={aa_seq:.4f}")
     print(f"sequential_pairs_ratio={np.mean(ratios):.4f}")
     print(f"sequential_power_at_5pct={seq_power:.4f}")
-    lines, headline = campaign_section(root, campaigns)
+    return campaign_report(root, campaigns, args.campaign_rule, started + runtime)
+
+
+def campaign_report(root, campaigns: int, rule: str, started: float) -> int:
+    lines, headline = campaign_section(root, campaigns, rule)
     print("\n".join(lines))
-    print(f"campaign_runtime_s={time.perf_counter() - started - runtime:.1f}")
+    print(f"campaign_rule={rule}")
+    print(f"campaign_runtime_s={time.perf_counter() - started:.1f}")
+    for nz in STRESS_NOISES:
+        for key in (f"campaign_{nz}_aa_false_faster", f"campaign_{nz}_coverage"):
+            print(f"{key}={headline[key]:.4f}")
     print(f"campaign_power_at_5pct_min={headline['campaign_power_at_5pct_min']:.4f}")
     for key in ("campaign_pairs_ratio_cv5", "campaign_pairs_ratio_cv10", "campaign_aa_false_verified",
                 "campaign_coverage"):

@@ -51,6 +51,26 @@ def test_a_large_effect_stops_at_the_minimum():
     last = out.looks[-1]
     assert (last.n_pairs, last.reason, last.kind, last.verdict) == (5, "faster", "decided", "FASTER")
     assert last.low > 2.5 and last.high < 3.6
+    old = run_campaign(feed(d), CampaignParams(), rule="pw.campaign/1").looks[-1]
+    assert (old.n_pairs, old.reason) == (5, "faster")
+
+
+def test_a_stretch_that_favours_one_arm_is_not_decided_on_the_intersection_it_left_behind():
+    """Shaped like benchmarks/real_aa.py's no-op on a busy VM (session 6): the first six pairs had the
+    baseline 8-20% slower, the 7th went the other way (-0.43). Rule 1's running intersection kept the
+    narrow interval of the first six and verified it at the 7th pair's look; that look's own
+    interval holds 1, and rule 2 goes on."""
+    d = np.array([0.10, 0.15, 0.08, 0.18, 0.12, 0.09, -0.43])
+    p = CampaignParams()
+    old = campaign_look(d, p, rule="pw.campaign/1")
+    assert old.reason == "faster" and old.low > 1.01, old
+    new = campaign_look(d, p)
+    assert new.reason == "continue" and new.low < 1.0 < new.high, new
+
+
+def test_an_unknown_campaign_rule_is_refused_with_the_known_ones():
+    with pytest.raises(StatsInputError, match="pw.campaign/1, pw.campaign/2"):
+        campaign_look(np.zeros(5) + 0.1, CampaignParams(), rule="pw.campaign/9")
 
 
 def test_no_effect_is_a_verdict_within_the_margin():

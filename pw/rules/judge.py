@@ -203,14 +203,13 @@ def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, 
     base = timing.samples.get(timing.targets[0] + suffix, [])  # the reference: baseline, or the parent
     cand = timing.samples.get(cid + suffix, [])
     try:
-        result = analyze_pairs(base, cand, order=list(timing.order), seed=timing.seed)
-    except StatsInputError:
-        return None
-    out = msgspec.to_builtins(result)
-    if timing.campaign is not None and not suffix:  # an adaptive campaign: its stopping rule decides
-        from pw.stats import log_ratios
+        out = msgspec.to_builtins(analyze_pairs(base, cand, order=list(timing.order), seed=timing.seed))
+        if timing.campaign is not None and not suffix:  # an adaptive campaign: its stopping rule decides
+            from pw.stats import log_ratios
 
-        out = stopping.with_campaign(out, timing.campaign, log_ratios(base, cand))
+            out = stopping.with_campaign(out, timing.campaign, log_ratios(base, cand))
+    except StatsInputError:  # too few pairs, or a campaign rule this version does not know (audit says which)
+        return None
     return out
 
 
@@ -379,6 +378,18 @@ def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, 
             f"along {path}: not shown faster than the baseline (the parent was {before.speedup:.4g}x)")
 
 
+def _same_image(reference: Found, build: Found, ref: str) -> str | None:
+    """Rules 13: why the candidate cannot be faster than its reference, when both builds load the
+    same image (``pw.workload.image``: code and data, debug info and compiled sources aside)."""
+    if reference is None or build is None:
+        return None
+    mine, theirs = build[1].image_sha256, reference[1].image_sha256
+    if mine is None or mine != theirs or build[1].outcome != "ok":
+        return None
+    return (f"the candidate builds to the same running image as {ref} (code and data sha256 {mine[:12]}; it "
+            "differs in debug info or sources only): nothing it changed runs, whatever the timing measured")
+
+
 def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, bytes],
                  rules: int = g.GATE_RULES) -> Judgement:
     """Judge `cid`'s latest attempt from `envelopes` and the profile bytes `profiles_needed` named,
@@ -470,6 +481,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
 
         contended = contention_reason(timing[1] if timing else None, run.host.cpus)
     chain = _chain_doubt(envelopes, ref, analysis) if rules >= 10 and ref != "baseline" and analysis else None
+    same_image = _same_image(base_build, build, ref) if rules >= 13 else None
     timing_fault = None
     # Caught in a timed or profiled run (it left something for the next run, or printed something
     # else than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail
@@ -491,6 +503,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         contended=contended,
         uncontained=_uncontained(timing[1].conditions if timing else None),
         chain=chain,
+        same_image=same_image,
     )
     interval = None
     speedup = None

@@ -15,7 +15,14 @@ from typing import Any
 import msgspec
 
 from ledger import events as ev
-from pw.stats.adaptive import CAMPAIGN_RULE, CampaignParams, RecordedLook, campaign_look, replay_looks
+from pw.stats.adaptive import (
+    CAMPAIGN_RULE,
+    CAMPAIGN_RULES,
+    CampaignParams,
+    RecordedLook,
+    campaign_look,
+    replay_looks,
+)
 from pw.stats.sequential import METHOD as CS_METHOD
 
 
@@ -99,11 +106,17 @@ def merged_timing(items, seq: int, timing: ev.TimingRecorded) -> ev.TimingRecord
     return merge([t for _, t in chain(timings, seq)])
 
 
+_INTERVAL_OF_RULE = {
+    "pw.campaign/1": "running intersection",
+    "pw.campaign/2": "at the last look",
+}
+
+
 def with_campaign(analysis: dict[str, Any], record: ev.CampaignRecord, log_ratios) -> dict[str, Any]:
     """The paired analysis with the verdict and interval of the stopping rule at the last look."""
     params = params_of(record)
     elapsed = record.looks[-1].elapsed_s if record.looks else 0.0
-    look = campaign_look(log_ratios, params, elapsed)
+    look = campaign_look(log_ratios, params, elapsed, record.rule)
     out = dict(analysis)
     out["fixed_interval"] = analysis["interval"]
     if look.low is not None:
@@ -111,7 +124,7 @@ def with_campaign(analysis: dict[str, Any], record: ev.CampaignRecord, log_ratio
             "low": look.low,
             "high": look.high,
             "confidence": params.confidence,
-            "method": f"{CS_METHOD}, g={params.prior_scale}, running intersection (anytime-valid)",
+            "method": f"{CS_METHOD}, g={params.prior_scale}, {_INTERVAL_OF_RULE.get(record.rule, record.rule)} (anytime-valid)",
         }
     out["verdict"] = look.verdict
     out["campaign"] = {
@@ -142,15 +155,16 @@ def stop_divergence(seq: int, timing: ev.TimingRecorded, timings: dict[int, ev.T
     earlier = merge([t for _, t in parts[:-1]]) if len(parts) > 1 else None
     whole = merge([t for _, t in parts])
     ref, cid = timing.targets[0], timing.targets[-1]
-    if record.rule != CAMPAIGN_RULE:
-        return f"event seq {seq}: campaign rule {record.rule!r} is not this ProfileWeaver's {CAMPAIGN_RULE!r}"
+    if record.rule not in CAMPAIGN_RULES:
+        return (f"event seq {seq}: campaign rule {record.rule!r} is not one this ProfileWeaver knows "
+                f"({', '.join(CAMPAIGN_RULES)})")
     try:
         d = log_ratios(whole.samples.get(ref, []), whole.samples.get(cid, []))
         looks = [RecordedLook(n_pairs=lk.n_pairs, elapsed_s=lk.elapsed_s, reason=lk.reason) for lk in record.looks]
         start = len(earlier.samples.get(ref, [])) if earlier is not None else 0
-        problem = replay_looks(d, looks, params_of(record), start)
+        problem = replay_looks(d, looks, params_of(record), start, record.rule)
         if problem is None:
-            kind = campaign_look(d, params_of(record), looks[-1].elapsed_s).kind
+            kind = campaign_look(d, params_of(record), looks[-1].elapsed_s, record.rule).kind
             if kind != record.stop:
                 problem = f"the campaign recorded stop {record.stop!r}, but its last look gives {kind!r}"
     except StatsInputError as exc:

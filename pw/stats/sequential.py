@@ -79,12 +79,12 @@ def radius_factor(n: np.ndarray, confidence: float, prior_scale: float) -> np.nd
 
 
 def confidence_sequence(
-    d: np.ndarray, confidence: float, prior_scale: float
+    d: np.ndarray, confidence: float, prior_scale: float, *, intersect: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(running mean, low, high) on the log scale after each pair, along the last axis.
 
-    `low`/`high` are the running intersection of the per-n intervals (±inf while unbounded). Works on
-    a batch of campaigns at once (shape (..., n)).
+    `low`/`high` are the running intersection of the per-n intervals (±inf while unbounded), or with
+    `intersect=False` each n's own interval. Works on a batch of campaigns at once (shape (..., n)).
     """
     n = np.arange(1, d.shape[-1] + 1, dtype=np.float64)
     y = d - d[..., :1]  # shifted by the first value: keeps sum-of-squares cancellation small
@@ -95,6 +95,8 @@ def confidence_sequence(
     with np.errstate(invalid="ignore"):  # inf * 0 where a flat prefix meets an unbounded factor
         half = np.sqrt(factor * ss / n)
     half = np.where((ss > 0.0) & np.isfinite(factor), half, np.inf)
+    if not intersect:
+        return mean, mean - half, mean + half
     low = np.maximum.accumulate(mean - half, axis=-1)
     high = np.minimum.accumulate(mean + half, axis=-1)
     return mean, low, high
