@@ -14,7 +14,10 @@ A false decision is a campaign that stopped `decided` (faster or slower) for a c
 none; a false verification is a `verified` verdict (on series-c the hotspot is 99% of the run, so
 the mechanism gate cannot tell a false FASTER from a real one: only the timing protects it).
 `no effect` is the right answer; `inconclusive` (the budget ran out, or the machine was too busy:
-`host-busy`, gate rules 8) an honest one. Columns: status, stop, last look, pairs, speedup, interval,
+`host-busy`, gate rules 8) an honest one. Since gate rules 13 a no-op that builds to the baseline's
+running image (the bundled ones do) is rejected as no effect whatever its timing, so `verified`
+no longer happens here; the campaign's own stop (`decided` for a no-op) is what measures the
+timing rule (pw.stats.adaptive's). Columns: status, stop, last look, pairs, speedup, interval,
 SD of the per-pair log ratios, and the larger arm's median shares (pw.rules.contention): of wall
 time its runs waited for a CPU / of the other CPUs' time other work used meanwhile. The key=value lines come last.
 """
@@ -101,7 +104,8 @@ def main() -> int:
         sd = float(np.std(logs, ddof=1)) if len(logs) > 1 else float("nan")
         rows.append({"id": cid, "status": out["status"], "stop": stop, "reason": reason, "pairs": len(logs),
                      "speedup": out.get("speedup"), "interval": out.get("interval"), "sd": sd,
-                     "delayed": delayed, "busy": any(r.startswith(HOST_BUSY) for r in out.get("reasons", []))})
+                     "delayed": delayed, "busy": any(r.startswith(HOST_BUSY) for r in out.get("reasons", [])),
+                     "same_image": any("same running image" in r for r in out.get("reasons", []))})
         r = rows[-1]
         interval = "-".join(f"{x:.3f}" for x in r["interval"]) if r["interval"] else "-"
         print(f"{cid:>5} {r['status']:>12} {stop:>8} {reason:>10} {r['pairs']:>5} "
@@ -123,6 +127,7 @@ def main() -> int:
     for i, name in enumerate(("waited", "others")):
         value = f"{statistics.median(k[i] for k in known):.3f}" if known else "nan"
         print(f"real_aa_median_{name}_share={value}")
+    print(f"real_aa_same_image={sum(r['same_image'] for r in rows)}")
     print(f"real_aa_false_verified={sum(r['status'] == 'verified' for r in rows)}")
     return 0
 

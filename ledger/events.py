@@ -140,6 +140,8 @@ class BuildFinished(Payload, frozen=True):
     steps: list[StepOutcome]
     duration_s: float
     binary_sha256: str | None = None
+    # What a timed run loads (pw.workload.image): equal images run the same code on the same data.
+    image_sha256: str | None = None
 
 
 class OracleChecked(Payload, frozen=True):

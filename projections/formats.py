@@ -27,7 +27,7 @@ import msgspec
 
 from ledger.contract import Profiling
 
-FORMAT = 2
+FORMAT = 3
 
 Downgrade = Callable[[bytes], bytes | None]
 
@@ -102,11 +102,27 @@ def _report_1(doc: Any) -> bool:
     return True
 
 
+# --- 3 -> 2: a build's running image (gate rules 13, pw.workload.image) -----------------------------
+
+
+def _preflight_2(doc: Any) -> bool:
+    """Format 2's build had no running image: a build without one (every format-2 ledger's) loses
+    nothing without the key; one that has an image was not written by format 2."""
+    build = doc.get("build") if isinstance(doc, dict) else None
+    if build is None:
+        return True
+    if not isinstance(build, dict) or build.get("image_sha256") is not None:
+        return False
+    del build["image_sha256"]
+    return True
+
+
 STEPS: dict[int, Step] = {
     2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
             "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
             {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
              "report.json": _json(_report_1)}),
+    3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
 }
 
 

@@ -25,7 +25,9 @@ def test_a_comment_only_step_on_a_verified_parent_is_not_verified(matmul_interch
     result = pw_main("evaluate", run, "b", "--max-pairs", "12", "--json")
     assert result.code == 1, result
     out = result.json()
-    assert out["status"] != "verified" and out["reference"] == "a", out
+    # Gate rules 13: the comment changes the debug info only; the step runs a's code and data.
+    assert out["status"] == "rejected" and out["reference"] == "a", out
+    assert any("same running image as a" in r for r in out["reasons"]), out
     assert 0.8 < out["speedup"] < 1.25, out  # the step over a: about 1.0x, never a's 2x
     assert abs(math.log(out["cumulative"]) - math.log(a.speedup * out["speedup"])) < 1e-4
     assert abs(math.log(out["cumulative"] / a.speedup)) < math.log(1.25), (out, a.speedup)

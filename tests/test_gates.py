@@ -355,14 +355,14 @@ def _uniform(cand, speedup: float = 1.3, **kw) -> GateInputs:
 
 
 def test_the_newest_rules_are_recorded_and_every_older_version_stays_callable():
-    assert GATE_RULES == 12 and RULE_VERSIONS == (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+    assert GATE_RULES == 13 and RULE_VERSIONS == (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
     inputs = decode_inputs(msgspec.json.decode(RECORDED.joinpath("non-hotspot-slow-baseline-profile.inputs.json")
                                                .read_bytes()))
     mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in RULE_VERSIONS}
     assert mech[1].passed  # how that run was verified: absolute times of one slow baseline profile
     assert not any(mech[v].passed for v in RULE_VERSIONS[1:])
-    with pytest.raises(ValueError, match="gate rules v13"):
-        evaluate_gates(inputs, rules=13)
+    with pytest.raises(ValueError, match="gate rules v14"):
+        evaluate_gates(inputs, rules=14)
 
 
 def test_an_unchanged_profile_with_a_uniform_speedup_fails_mechanism():
@@ -423,17 +423,19 @@ def _wide(speedup: float, low: float, high: float) -> dict:
 def test_more_than_all_of_the_saving_at_the_point_estimate_only_is_not_work_moved_elsewhere():
     """CI, 2026-12-01: an honest ~2x interchange timed at 1.73x (95% CI 1.25-2.39) on a noisy host;
     its hotspot, 85% -> 63% of the profile, 'explained 116%' at the point estimate and the rewrite
-    stayed proposed. Rules 12 asks whether some speedup inside the interval explains it."""
-    base = profile([_at(op("main@demo.c", 0.1, 10.0), 1, 9), _at(op(HOT, 8.5), 10, 20),
-                    _at(op("init@demo.c", 1.2), 30, 40), _at(op("io@demo.c", 0.2), 50, 60)])
-    cand = profile([_at(op("main@demo.c", 0.1, 4.35), 1, 9), _at(op(HOT, 2.74), 10, 20),
-                    _at(op("init@demo.c", 1.3), 30, 40), _at(op("io@demo.c", 0.21), 50, 60)])
+    stayed proposed. Rules 12 widen its band by the speedup interval's share. Perf's 1 kHz samples of
+    a 0.7 s run, as on CI (a 13% band from the profiles there)."""
+    base = profile([_at(op("main@demo.c", 0.007, 0.7), 1, 9), _at(op(HOT, 0.595), 10, 20),
+                    _at(op("init@demo.c", 0.084), 30, 40), _at(op("io@demo.c", 0.014), 50, 60)])
+    cand = profile([_at(op("main@demo.c", 0.007, 0.3045), 1, 9), _at(op(HOT, 0.1918), 10, 20),
+                    _at(op("init@demo.c", 0.091), 30, 40), _at(op("io@demo.c", 0.0147), 50, 60)])
     inputs = good_inputs(analysis=_wide(1.73, 1.25, 2.39), profile_diff=diff_profiles(base, cand, hotspot=HOT))
     old = {g.name: g for g in evaluate_gates(inputs, rules=11)}["mechanism"]
     assert not old.passed and "more than 100%" in old.detail, old.detail
     g = gates_of(inputs)
     assert g["mechanism"].passed, g["mechanism"].detail
-    assert "at the campaign's 1.73x" in g["mechanism"].detail and "interval's high end" in g["mechanism"].detail
+    assert "explains 115% of the saving (within 100% plus" in g["mechanism"].detail, g["mechanism"].detail
+    assert "from the timing (101% at 2.39x)" in g["mechanism"].detail, g["mechanism"].detail
     # The same profiles with the point estimate's interval only as wide as its noise: still fails.
     tight = replace(inputs, analysis=_wide(1.73, 1.70, 1.76))
     assert not gates_of(tight)["mechanism"].passed

@@ -52,9 +52,27 @@ def test_the_json_downgrade_re_encodes_projections_byte_for_byte():
 
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
+    """The recorded run with every projection in today's format (it was recorded in format 2)."""
     copy = tmp_path / CURRENT.name
     shutil.copytree(CURRENT, copy)
+    _, files = rebuild_in_memory(Ledger(copy / "ledger.jsonl"))
+    for name, data in files.items():
+        (copy / name).write_bytes(data)
     return copy
+
+
+def test_a_format_2_preflight_is_recognised_and_an_image_was_never_format_2():
+    """Format 3 added the build's running image to preflight.json: the recorded run's file (format
+    2, no image) is recognised from its ledger; a preflight whose build has an image has no format-2
+    rendering (that format had no place for it)."""
+    _, files = rebuild_in_memory(Ledger(CURRENT / "ledger.jsonl"))
+    on_disk = (CURRENT / "preflight.json").read_bytes()
+    assert on_disk != files["preflight.json"]
+    assert formats.recognise("preflight.json", on_disk, files["preflight.json"]) == 2
+    doc = json.loads(files["preflight.json"])
+    doc["build"]["image_sha256"] = "ab" * 32
+    with_image = (json.dumps(doc, indent=2) + "\n").encode()
+    assert formats.rendered_in("preflight.json", with_image, 2) is None
 
 
 def _as_format_1(run: Path) -> None:

@@ -34,6 +34,20 @@ def test_no_op_is_rejected_as_no_effect_and_no_edit_repairs_it():
     assert not v.repairable
 
 
+def test_the_same_running_image_is_no_effect_whatever_the_timing_says():
+    """Gate rules 13: a candidate that loads the same code and data as its reference cannot be
+    faster; a FASTER campaign with every gate passing is the machine's noise. A failed oracle still
+    comes first (the edit broke something that is not in the image: a script, an input)."""
+    inputs = good_inputs()
+    why = "the candidate builds to the same running image as baseline (code and data sha256 0123456789ab)"
+    v = reach_verdict(evaluate_gates(inputs), inputs.analysis, refused_edits=[], build_ok=True, oracle_passed=True,
+                      exploratory=False, same_image=why)
+    assert v.status == "rejected" and v.reasons == [f"no-effect: {why}"] and not v.repairable
+    v = reach_verdict(evaluate_gates(inputs), inputs.analysis, refused_edits=[], build_ok=True, oracle_passed=False,
+                      exploratory=False, same_image=why)
+    assert v.status == "rejected" and v.reasons[0].startswith("oracle-failed:")
+
+
 def test_slower_is_rejected_and_no_edit_repairs_it():
     v = verdict_of(good_inputs(analysis=analysis(0.7)))
     assert v.status == "rejected" and v.reasons == [r for r in v.reasons if r.startswith("slower:")]

@@ -71,7 +71,7 @@ def _walk(obj):
 # Hashes that identify inputs rather than stored evidence files.
 _NOT_EVIDENCE = frozenset({
     "inputs_sha256", "source_sha256", "manifest_sha256", "binary_sha256", "torn_sha256", "parent_source_sha256",
-    "executable_sha256",
+    "executable_sha256", "image_sha256",
 })
 
 

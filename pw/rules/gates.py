@@ -108,12 +108,18 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      the candidate's campaign (``judge._profile_consistency``): five runs at `pw start` can come
 #      out quiet by luck (3.6% where the campaign's baseline arm showed 10.0%), and the honest
 #      interchange stayed `proposed` on CI in 2 of 5 clean-clone runs ("+54% against ±46%").
-#  12: "explains more than 100% of the saving" fails only if it does so across the campaign's speedup
-#      interval, not just at its point estimate (``_explained_within_interval``): on a noisy host an
-#      honest 2x interchange was timed at 1.73x (95% CI 1.25-2.39), and its hotspot, 85% -> 63% of
-#      the profile, "explained 116%" there and 101% at 2.39x; it stayed proposed (CI, 2026-12-01).
-GATE_RULES = 12
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+#  12: the band of "explains more than 100% of the saving" also carries the campaign's speedup
+#      uncertainty (``_with_speedup_spread``: how far the fraction falls at the interval's end, in
+#      quadrature with the profiles' band; still capped at EXPLAINED_EXCESS_MAX): on a noisy host
+#      an honest 2x interchange was timed at 1.73x (95% CI 1.25-2.39), and its hotspot, 85% -> 63%
+#      of the profile, "explained 116%" against a 13% band; at 2.39x it explains 101%. It stayed
+#      proposed, and 7 CI tests failed on it (2026-12-01).
+#  13: a candidate that builds to the same running image as its reference (``pw.workload.image``:
+#      the loaded code and data of its executables, debug info and compiled sources aside) is
+#      rejected as no effect whatever its timing (``judge._same_image``): a comment-only step was
+#      verified 1.13x on a noisy CI host, and a no-op patch 1.058x on a busy VM. Gates unchanged.
+GATE_RULES = 13
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
@@ -701,18 +707,16 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
     if explained < MIN_EXPLAINED_FRACTION:
         return [f"{text}: explains only {explained:.0%} of the saving (< {MIN_EXPLAINED_FRACTION:.0%})"], ""
     wide = math.hypot(band, cover_band)  # = band where there is no coverage (math.hypot(x, 0) == |x|)
-    excess = wide / saving if rules < 5 else min(wide / saving, EXPLAINED_EXCESS_MAX)
+    spread, timing = (wide / saving, "")
+    if rules >= 12 and totals is not None and scale is not None:
+        spread, timing = _with_speedup_spread(i, hot_b, hot_a, scale, explained, spread)
+    excess = spread if rules < 5 else min(spread, EXPLAINED_EXCESS_MAX)
     if explained > 1.0 + excess:
         # More than all of the saving: the rest of the program got slower by what the hotspot lost,
         # i.e. its work moved somewhere the profile does not match to it.
-        capped = " (capped)" if rules >= 5 and excess < wide / saving else ""
-        fits = _explained_within_interval(i, hot_b, hot_a, scale, wide) if rules >= 12 and totals is not None else None
-        if fits is None:
-            return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
-                    f"({excess:.0%}{capped}): the hotspot's work moved elsewhere"], ""
-        text += (f": explains {explained:.0%} of the saving at the campaign's {_g(scale)}x, {fits} "
-                 f"(more than 100% plus its band only at the point estimate)")
-        explained = None
+        capped = " (capped)" if rules >= 5 and excess < spread else ""
+        return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
+                f"({excess:.0%}{capped}{timing}): the hotspot's work moved elsewhere"], ""
     rest_shrink = rest_b - rest_a
     hot_factor = hot_b / hot_a if hot_a > 0 else math.inf
     rest_factor = rest_b / rest_a if rest_a > 0 and rest_b > 0 else 1.0
@@ -720,31 +724,36 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
         return [f"{text}: the rest of the program fell too, {_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} "
                 f"against the hotspot's x{_g(hot_factor)}; beyond its band {_g(rest_band)}): a uniform speedup is a "
                 "change of conditions, not a mechanism"], ""
-    said = "" if explained is None else f": explains {explained:.0%} of the saving"
-    return [], (f"{text}{said}; the rest of the program "
+    said = f" (within 100% plus {excess:.0%}{timing})" if timing and explained > 1.0 else ""
+    return [], (f"{text}: explains {explained:.0%} of the saving{said}; the rest of the program "
                 f"{_g(rest_b)} -> {_g(rest_a)} {unit} (x{_g(rest_factor)} against the hotspot's x{_g(hot_factor)})")
 
 
-def _explained_within_interval(i: GateInputs, hot_b: float, hot_a: float, scale: float, wide: float) -> str | None:
-    """Rules 12: where a sampled hotspot explains at most 100% plus its band at some speedup inside the
-    campaign's interval, what it explains there ("95% at 2.39x, the interval's high end"); else None.
+def _with_speedup_spread(i: GateInputs, hot_b: float, hot_a: float, scale: float, explained: float,
+                         spread: float) -> tuple[float, str]:
+    """Rules 12: the ">100%" check's relative band, the profiles' ``spread`` widened by what the
+    campaign's speedup interval allows (in quadrature: two independent errors), and how it was.
 
-    In units of the candidate's run time the hotspot's cost before is its share times the speedup S,
-    and the saving is S - 1, so the fraction explained, (share x S - after) / (S - 1), falls as S rises
-    whenever the hotspot's share fell. At a 1.73x point estimate (95% CI 1.25-2.39) an honest 2x
-    interchange "explained 116%" and was proposed; at the interval's high end it explains 101%. Work
-    that moved out of the hotspot's match still fails: its share after is ~0, and share x S > S - 1
-    below the Amdahl ceiling 1 / (1 - share), which bounds a believable interval."""
+    In units of the candidate's run time the hotspot's cost before is its share times the speedup S
+    and the saving is S - 1, so the fraction explained, (share x S - after) / (S - 1), falls as S
+    rises whenever the hotspot's share fell. Its spread from the speedup is how far it falls at the
+    interval's end that lowers it most. At a 1.73x point estimate (95% CI 1.25-2.39) an honest 2x
+    interchange "explained 116%", beyond 100% plus its profiles' 13%, and was proposed; at 2.39x it
+    explains 101%. The cap (EXPLAINED_EXCESS_MAX) still bounds the widened band: a calibrated
+    misattribution at 180% stays beyond it however wide its interval."""
     low, high = _interval(i.wall_analysis or i.analysis or {})
     per_unit = hot_b / scale  # the hotspot's cost before, per unit of speedup
-    for end, name in ((high, "high"), (low, "low")):
-        if not isinstance(end, (int, float)) or not end > 1.0 or not math.isfinite(end):
-            continue
-        saving = end - 1.0
-        explained = (per_unit * end - hot_a) / saving
-        if MIN_EXPLAINED_FRACTION <= explained <= 1.0 + min(wide * end / scale / saving, EXPLAINED_EXCESS_MAX):
-            return f"{explained:.0%} at {_g(end)}x, the interval's {name} end"
-    return None
+    lowest, at = explained, None
+    for end in (low, high):
+        if isinstance(end, (int, float)) and math.isfinite(end) and end > 1.0:
+            e = (per_unit * end - hot_a) / (end - 1.0)
+            if e < lowest:
+                lowest, at = e, end
+    if at is None:
+        return spread, ""
+    widened = math.hypot(spread, explained - lowest)
+    return widened, (f"; with the speedup's interval, {spread:.0%} from the profiles and {explained - lowest:.0%} "
+                     f"from the timing ({lowest:.0%} at {_g(at)}x)")
 
 
 # --- the profiles are of the timed programs (rules 5) ----------------------------------------------

@@ -6,7 +6,10 @@ Order of judgement, first match wins:
    e.g. ``crashed:``), refused edits (``edit-refused:``), a failed build (``build-failed:``), a failed
    oracle (``oracle-failed:``); all that apply are listed. An edit can address each of these (a timed-run
    failure only when its class is in ``REPAIRABLE_FAULTS``).
-2. **rejected** when the paired analysis says SLOWER (``slower:``) or SAME (``no-effect:``).
+2. **rejected** as no effect (``no-effect:``) when the candidate builds to the same running image as
+   its reference (gate rules 13, ``pw.workload.image``: it runs the same code on the same data, so
+   a measured speedup is the machine's), and when the paired analysis says SLOWER (``slower:``) or
+   SAME (``no-effect:``).
 3. **inconclusive** without an analysis, when it says INCONCLUSIVE, or for an exploratory campaign with
    fewer pairs than the minimum (``inconclusive:``); and a FASTER candidate whose campaign's baseline
    ran slower than at `pw start`, beyond noise (``baseline-shift:``; ``pw.stats.baseline_shift``).
@@ -108,6 +111,7 @@ def reach_verdict(
     uncontained: str | None = None,
     screening_estimate: float | None = None,
     chain: str | None = None,
+    same_image: str | None = None,
 ) -> Verdict:
     """The verdict on one evaluated candidate; ``analysis`` is a ``pw.stats.PairedAnalysis`` or its
     ``msgspec.to_builtins`` dict. ``build_ok`` and ``oracle_passed`` are None when that step did not run;
@@ -117,7 +121,9 @@ def reach_verdict(
     one (faster, slower or no effect); ``ceiling``
     (an oracle that compares nothing) keeps a candidate whose gates all pass at proposed, and so
     does ``uncontained`` (why its runs had no sandbox), and ``chain`` (why a chained candidate is
-    not shown faster than the baseline). A ``timing_fault`` may also be what the
+    not shown faster than the baseline). ``same_image`` (the candidate loads the same code and data
+    as its reference, ``pw.workload.image``) rejects it as no effect, whatever the timing says.
+    A ``timing_fault`` may also be what the
     candidate was caught at in a timed or profiled run (``caught``, ``output-mismatch``)."""
     by_name = {g.name: g for g in gates}
     a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
@@ -135,6 +141,11 @@ def reach_verdict(
         failures.append((f"{ORACLE_FAILED} {corr.detail if corr else 'the oracle did not pass'}", True))
     if failures:
         return Verdict("rejected", [reason for reason, _ in failures], any(fixable for _, fixable in failures))
+    if same_image is not None:
+        # The image decides, not the machine; a campaign that found no effect says so first.
+        said = a is not None and a.get("verdict") == "SAME" and (a.get("campaign") or {}).get("margin") is not None
+        margin = [f"{NO_EFFECT} speedup within ±{a['campaign']['margin']:.0%} ({_summary(a)})"] if said else []
+        return Verdict("rejected", [*margin, f"{NO_EFFECT} {same_image}"])
 
     if a is None and exploratory and screening_estimate is not None:
         return Verdict("inconclusive", [

@@ -25,6 +25,7 @@ from ledger.evidence import EvidenceStore
 from pw import diagnostics
 from pw.workload import workspace
 from pw.workload.compare import Comparison, compare_text
+from pw.workload.image import image_digest
 
 _CREATED_KEEP_BYTES = 64 << 20  # larger files a run creates are reported, not compared
 _UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -147,9 +148,10 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
             outcome = "timeout" if result.timed_out else "build-failed"
             break
     shutil.rmtree(scratch, ignore_errors=True)
-    binary = None
+    binary = image = None
     if outcome == "ok":
-        binary = workspace.tree_digest(target.build_dir, _all_files(target.build_dir))
+        files = _all_files(target.build_dir)
+        binary, image = workspace.tree_digest(target.build_dir, files), image_digest(target.build_dir, files)
     return ev.BuildFinished(
         target=target.label,
         inputs_sha256=inputs,
@@ -157,6 +159,7 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
         steps=steps,
         duration_s=round(time.perf_counter() - start, 6),
         binary_sha256=binary,
+        image_sha256=image,
     )
 
 

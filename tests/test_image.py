@@ -1,0 +1,67 @@
+"""pw.workload.image: a build's running image, compared across real gcc builds."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pw.workload.image import image_digest
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("ar") is None, reason="needs gcc and ar")
+
+SOURCE = """#include <stdio.h>
+#define ROUNDS 20
+static double work(int n) { double s = 0; for (int i = 0; i < n * ROUNDS; i++) s += i * 0.5; return s; }
+int main(void) { printf("%g\\n", work(1000)); return 0; }
+"""
+
+
+def _build(root: Path, source: str, flags: tuple[str, ...] = ("-O2", "-g")) -> list[str]:
+    """A tree as pw's build leaves it: the source, an object, a static library, the program, a data file."""
+    root.mkdir()
+    (root / "prog.c").write_text(source)
+    (root / "input.txt").write_text("1000\n")
+    subprocess.run(["gcc", *flags, "-c", "prog.c", "-o", "prog.o"], cwd=root, check=True)
+    subprocess.run(["ar", "rcs", "libprog.a", "prog.o"], cwd=root, check=True)
+    subprocess.run(["gcc", *flags, "-Wl,--build-id", "prog.o", "-o", "prog"], cwd=root, check=True)
+    return sorted(p.name for p in root.iterdir())
+
+
+def test_a_comment_only_change_builds_to_the_same_image_with_debug_info(tmp_path):
+    """-g: the line table and the GNU build id differ; the loaded code and data do not."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    files_a = _build(a, SOURCE)
+    files_b = _build(b, "/* the next idea, before it is written */\n" + SOURCE)
+    assert (a / "prog").read_bytes() != (b / "prog").read_bytes()  # debug info and build id moved
+    assert image_digest(a, files_a) is not None
+    assert image_digest(a, files_a) == image_digest(b, files_b)
+
+
+def test_a_change_of_code_or_of_a_data_file_changes_the_image(tmp_path):
+    base = _build(tmp_path / "a", SOURCE)
+    code = _build(tmp_path / "b", SOURCE.replace("#define ROUNDS 20", "#define ROUNDS 19"))
+    data = _build(tmp_path / "c", SOURCE)
+    (tmp_path / "c" / "input.txt").write_text("999\n")
+    flags = _build(tmp_path / "d", SOURCE, ("-O1", "-g"))
+    digests = [image_digest(tmp_path / d, f) for d, f in zip("abcd", (base, code, data, flags))]
+    assert len(set(digests)) == 4, digests
+
+
+def test_objects_archives_and_sources_are_not_the_image_but_scripts_are(tmp_path):
+    root = tmp_path / "a"
+    files = _build(root, SOURCE)
+    before = image_digest(root, files)
+    (root / "prog.c").write_text("int main(void) { return 1; }\n")  # recompiled, but not relinked
+    subprocess.run(["gcc", "-c", "prog.c", "-o", "prog.o"], cwd=root, check=True)
+    subprocess.run(["ar", "rcs", "libprog.a", "prog.o"], cwd=root, check=True)
+    assert image_digest(root, files) == before
+    (root / "run.sh").write_text("#!/bin/sh\nexec ./prog\n")
+    assert image_digest(root, [*files, "run.sh"]) != before
+
+
+def test_a_tree_without_an_executable_has_no_image(tmp_path):
+    (tmp_path / "prog.py").write_text("print(1)\n")
+    assert image_digest(tmp_path, ["prog.py"]) is None
