@@ -238,6 +238,11 @@ int main(void)
 """
 
 
+# tiny.c doing the same work in another running image (a global nobody reads lands in .data): a
+# no-op to time. A comment alone builds to the baseline's image and is rejected untimed-for (rules 13).
+SAME_SPEED_TINY_C = "int same_speed_marker = 1;\n" + TINY_C
+
+
 def write_tiny_c_workload(root: Path) -> Path:
     """A C workload that builds and runs in milliseconds: tiny.c (editable), stdout oracle."""
     import json

@@ -10,7 +10,7 @@ import pytest
 
 from ledger import events as ev
 from pw.rules.verdict import reach_verdict
-from tests.conftest import TINY_C, copy_run, ledger_events, pw_main, skip_if_host_busy
+from tests.conftest import SAME_SPEED_TINY_C, copy_run, ledger_events, pw_main, skip_if_host_busy
 
 
 def _analysis(verdict: str, **campaign) -> dict:
@@ -129,9 +129,9 @@ def test_audit_replays_how_the_reprofile_was_sized_and_names_a_forged_look(matmu
 @pytest.mark.slow
 def test_more_continues_an_inconclusive_campaign_in_the_same_seeded_order(tiny_budget_run, tmp_path):
     run = copy_run(tiny_budget_run, tmp_path)
-    assert pw_main("prepare", run, "--candidate", "a:baseline:comment").code == 0
+    assert pw_main("prepare", run, "--candidate", "a:baseline:an unread global").code == 0
     source = run / "candidates" / "a" / "src" / "tiny.c"
-    source.write_text("/* a comment only */\n" + TINY_C)
+    source.write_text(SAME_SPEED_TINY_C)
     first = pw_main("evaluate", run, "a", "--max-pairs", "5", "--json")
     assert first.code == 1 and first.json()["status"] == "inconclusive", first
     assert first.json()["stop"] == "budget" and first.json()["n_pairs"] == 5

@@ -17,7 +17,7 @@ def test_demo_verifies_the_improvement_and_rejects_the_rest(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     by_id = {c["id"]: c for c in out["candidates"]}
     skip_if_host_busy(by_id["loop-order"])
-    assert by_id["loop-order"]["status"] == "verified", by_id["loop-order"]
+    assert by_id["loop-order"]["status"] == "verified", by_id["loop-order"]["reasons"]
     assert all(by_id["loop-order"]["gates"].values()) and len(by_id["loop-order"]["gates"]) == 6
     # The no-op renames a variable: its output correct, the baseline's running image, so no effect
     # whatever its campaign reached on this host (gate rules 13).

@@ -74,15 +74,16 @@ int main(void)
 def test_winner_confirmation_screening_ranks_and_status_names_the_one_to_confirm(tmp_path):
     import json
 
-    from tests.conftest import TINY_C, start_run, write_tiny_c_workload
+    from tests.conftest import SAME_SPEED_TINY_C, start_run, write_tiny_c_workload
 
     workload = write_tiny_c_workload(tmp_path / "workload")
     manifest = json.loads((workload / "profileweaver.json").read_text())
     manifest["sampling"] = {"mode": "winner-confirmation"}
     (workload / "profileweaver.json").write_text(json.dumps(manifest))
     run = start_run(workload, tmp_path / "runs", "--no-profile")
-    assert pw_main("prepare", run, "--candidate", "same:baseline:comment", "--candidate", "closed:baseline:formula").code == 0
-    (run / "candidates" / "same" / "src" / "tiny.c").write_text("/* comment */\n" + TINY_C)
+    assert pw_main("prepare", run, "--candidate", "same:baseline:an unread global",
+                   "--candidate", "closed:baseline:formula").code == 0
+    (run / "candidates" / "same" / "src" / "tiny.c").write_text(SAME_SPEED_TINY_C)
     (run / "candidates" / "closed" / "src" / "tiny.c").write_text(FAST_TINY_C)
     screened = {}
     for cid in ("same", "closed"):

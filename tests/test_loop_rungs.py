@@ -262,9 +262,15 @@ def test_confirm_fresh_runs_the_profiler_instead_of_reusing(climbed_run, tmp_pat
     from tests.conftest import copy_run
 
     run = copy_run(climbed_run, tmp_path)
-    assert pw_main("confirm", run, "same", "--fresh", "--json").code in (0, 1)
+    # 'same' reused the baseline's profiles (the same executable), and is therefore a no-op: rejected
+    # as no effect (gate rules 13), so there is nothing to confirm, and pw says why in one line.
+    refused = pw_main("confirm", run, "same", "--fresh", "--json")
+    assert refused.code == 2 and "same running image" in refused.err and "nothing to confirm" in refused.err, refused
+    before = [e.seq for e in ledger_events(run) if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked"]
+    assert pw_main("confirm", run, "blocked", "--fresh", "--json").code in (0, 1)
     events = ledger_events(run)
-    last = {e.data.adapter: e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "same"}
-    assert set(last) == {"perf", "callgrind-cachesim"}
+    last = {e.data.adapter: e.data for e in events
+            if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked" and e.seq > max(before)}
+    assert "perf" in last, last
     assert all(c.reused_from is None and c.overhead for c in last.values()), last
     assert pw_main("audit", run).code == 0
