@@ -113,3 +113,32 @@ def test_an_analysis_recomputed_elsewhere_may_differ_in_the_last_bit_but_not_mor
                                        "ok": True})
     assert not same_numbers(recorded, {**recorded, "extra": 1})
     assert not same_numbers({"x": None}, {"x": 0.0}) and not same_numbers({"x": True}, {"x": 1.0})
+
+
+def test_the_recorded_campaigns_keep_their_rule_and_an_unknown_rule_is_named(recorded, tmp_path):
+    """The device campaigns were recorded under pw.campaign/1 (the running intersection) and are
+    replayed under it; a campaign that names a rule this ProfileWeaver does not know fails the
+    audit's stop check with the rule and the known ones, not with a traceback."""
+    import msgspec
+
+    from pw.stats.adaptive import CAMPAIGN_RULE, CAMPAIGN_RULES
+    from tests.conftest import copy_run
+    from tests.test_candidates_loop import _rerecord
+
+    run = copy_run(recorded[0], tmp_path)
+    rules = {e.data.campaign.rule for e in ledger_events(run)
+             if isinstance(e.data, ev.TimingRecorded) and e.data.campaign is not None}
+    assert rules == {"pw.campaign/1"} and CAMPAIGN_RULE == "pw.campaign/2" and set(CAMPAIGN_RULES) == {
+        "pw.campaign/1", "pw.campaign/2"}
+
+    def unknown(data):
+        if isinstance(data, ev.TimingRecorded) and data.campaign is not None:
+            return msgspec.structs.replace(data, campaign=msgspec.structs.replace(data.campaign, rule="pw.campaign/9"))
+        return data
+
+    _rerecord(run, unknown)
+    result = pw_main("audit", run)
+    assert result.code == 1, result
+    assert "campaign rule 'pw.campaign/9' is not one this ProfileWeaver knows (pw.campaign/1, pw.campaign/2)" in \
+        result.out, result.out
+    assert "Traceback" not in result.out + result.err
