@@ -355,14 +355,14 @@ def _uniform(cand, speedup: float = 1.3, **kw) -> GateInputs:
 
 
 def test_the_newest_rules_are_recorded_and_every_older_version_stays_callable():
-    assert GATE_RULES == 13 and RULE_VERSIONS == (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+    assert GATE_RULES == 14 and RULE_VERSIONS == (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
     inputs = decode_inputs(msgspec.json.decode(RECORDED.joinpath("non-hotspot-slow-baseline-profile.inputs.json")
                                                .read_bytes()))
     mech = {v: {g.name: g for g in evaluate_gates(inputs, rules=v)}["mechanism"] for v in RULE_VERSIONS}
     assert mech[1].passed  # how that run was verified: absolute times of one slow baseline profile
     assert not any(mech[v].passed for v in RULE_VERSIONS[1:])
-    with pytest.raises(ValueError, match="gate rules v14"):
-        evaluate_gates(inputs, rules=14)
+    with pytest.raises(ValueError, match="gate rules v15"):
+        evaluate_gates(inputs, rules=15)
 
 
 def test_an_unchanged_profile_with_a_uniform_speedup_fails_mechanism():
@@ -439,6 +439,32 @@ def test_more_than_all_of_the_saving_at_the_point_estimate_only_is_not_work_move
     # The same profiles with the point estimate's interval only as wide as its noise: still fails.
     tight = replace(inputs, analysis=_wide(1.73, 1.70, 1.76))
     assert not gates_of(tight)["mechanism"].passed
+
+
+def test_a_profiled_run_slowed_in_its_hotspot_is_not_a_uniform_speedup():
+    """CI, 2026-12-01: an honest 1.91x interchange (95% CI 1.59-2.31) whose one profiled run took ~58%
+    longer than its timed runs said, the extra time in matmul: its share read 79.5% (about 67% was
+    due), the rest's cost read x1.58 smaller, and rules 13 called it a uniform speedup. Rules 14
+    add the excess back to the rest's cost. Timed runs spread 12% per run there (a ±66% band)."""
+    base = profile([_at(op("main@demo.c", 0.007, 0.7), 1, 9), _at(op(HOT, 0.581), 10, 20),
+                    _at(op("init@demo.c", 0.098), 30, 40), _at(op("io@demo.c", 0.014), 50, 60)])
+    cand = profile([_at(op("main@demo.c", 0.007, 0.58), 1, 9), _at(op(HOT, 0.461), 10, 20),
+                    _at(op("init@demo.c", 0.098), 30, 40), _at(op("io@demo.c", 0.014), 50, 60)])
+    d = diff_profiles(base, cand, hotspot=HOT)
+    timed = consistent(d, sd=0.12, baseline_timed_median_s=0.73, candidate_timed_median_s=0.73 / 1.91,
+                       baseline_profiled_wall_s=0.7 * 1.02, candidate_profiled_wall_s=0.58 * 1.02)
+    inputs = good_inputs(analysis=_wide(1.91, 1.59, 2.31), profile_diff=d, profile_consistency=timed)
+    old = {g.name: g for g in evaluate_gates(inputs, rules=13)}["mechanism"]
+    assert not old.passed and "uniform speedup" in old.detail, old.detail
+    g = gates_of(inputs)["mechanism"]
+    assert g.passed, g.detail
+    # A uniform speedup whose profiled runs are as long as its timed runs say: nothing to add back.
+    uniform = profile([_at(op("main@demo.c", 0.0037, 0.366), 1, 9), _at(op(HOT, 0.304), 10, 20),
+                       _at(op("init@demo.c", 0.0513), 30, 40), _at(op("io@demo.c", 0.0073), 50, 60)])
+    d = diff_profiles(base, uniform, hotspot=HOT)
+    even = consistent(d, sd=0.12, baseline_timed_median_s=0.73, candidate_timed_median_s=0.73 / 1.91)
+    g = gates_of(good_inputs(analysis=_wide(1.91, 1.59, 2.31), profile_diff=d, profile_consistency=even))["mechanism"]
+    assert not g.passed and "uniform speedup" in g.detail, g.detail
 
 
 def test_work_moved_out_of_the_hotspot_fails_across_any_believable_interval():
