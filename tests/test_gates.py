@@ -465,6 +465,18 @@ def test_a_profiled_run_slowed_in_its_hotspot_is_not_a_uniform_speedup():
     even = consistent(d, sd=0.12, baseline_timed_median_s=0.73, candidate_timed_median_s=0.73 / 1.91)
     g = gates_of(good_inputs(analysis=_wide(1.91, 1.59, 2.31), profile_diff=d, profile_consistency=even))["mechanism"]
     assert not g.passed and "uniform speedup" in g.detail, g.detail
+    # The cheat of tests/test_cheats.py, as CI recorded it: the baseline's own profile passed off as
+    # the candidate's, 72% "longer" than expected (inside a ±74% band), while the launcher's report
+    # of the candidate's profiled run says it was as long as its timed runs: nothing is added back.
+    d = diff_profiles(base, base, hotspot=HOT)
+    forged = consistent(d, sd=0.13, baseline_timed_median_s=0.73, candidate_timed_median_s=0.73 / 1.72,
+                        baseline_profiled_wall_s=0.7 * 1.02, candidate_profiled_wall_s=0.7 / 1.72 * 1.02)
+    from pw.rules.gates import consistency_check
+
+    ok, why = consistency_check(forged, d)
+    assert ok and "+72%" in why, why  # inside the band: only the concentration check stands in its way
+    g = gates_of(good_inputs(analysis=_wide(1.72, 1.3, 2.2), profile_diff=d, profile_consistency=forged))["mechanism"]
+    assert not g.passed and "uniform speedup" in g.detail, g.detail
 
 
 def test_work_moved_out_of_the_hotspot_fails_across_any_believable_interval():

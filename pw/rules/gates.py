@@ -741,9 +741,11 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rules: int = 4) -> tuple[l
 
 def _profiled_longer(i: GateInputs, d: ProfileDiff) -> float:
     """Rules 14: how much longer the candidate's profile (per run) is than its timed median says it
-    should be, by the reference's own profile-to-timed ratio (the consistency check's yardstick); 0
-    without that evidence or when it is not longer. Bounded by the consistency check, which fails
-    the gate beyond its band.
+    should be, by the reference's own profile-to-timed ratio (the consistency check's yardstick), and
+    as much longer by the launcher's wall-clock report of that run; the smaller of the two, 0
+    without that evidence or when either is not longer. Bounded by the consistency check, which fails
+    the gate beyond its band. (A first cut read the profile alone, and CI verified the cheat of
+    tests/test_cheats.py: the baseline's profile, 72% "longer" than the candidate's normal run.)
 
     CI, 2026-12-01: an honest 1.91x interchange (95% CI 1.59-2.31) had a profiled run about 58%
     longer than expected on a host whose timed runs spread widely; the time went to the hotspot's
@@ -754,10 +756,15 @@ def _profiled_longer(i: GateInputs, d: ProfileDiff) -> float:
     c = i.profile_consistency
     if c is None or not c.baseline_timed_median_s or not c.candidate_timed_median_s:
         return 0.0
+    if not (c.baseline_launched and c.candidate_launched and c.baseline_profiled_wall_s and c.candidate_profiled_wall_s):
+        return 0.0  # only the launcher's report of the profiled run says the run itself was longer
     runs_b, runs_c = max(1, c.baseline_profile_runs), max(1, c.candidate_profile_runs)
-    expected = c.candidate_timed_median_s * (d.total_before / runs_b) / c.baseline_timed_median_s
-    actual = d.total_after / runs_c
-    return max(actual / expected - 1.0, 0.0) if expected > 0 and actual > 0 else 0.0
+    ratio = c.candidate_timed_median_s / c.baseline_timed_median_s
+    by_profile = (d.total_after / runs_c) / (ratio * d.total_before / runs_b) - 1.0
+    by_wall = c.candidate_profiled_wall_s / (ratio * c.baseline_profiled_wall_s) - 1.0
+    # Both must say so: a profile longer than the run it came from (the reference's profile passed
+    # off as the candidate's, with the real run's report) is not a slowed run.
+    return max(min(by_profile, by_wall), 0.0) if d.total_before > 0 and d.total_after > 0 else 0.0
 
 
 def _with_speedup_spread(i: GateInputs, hot_b: float, hot_a: float, scale: float, explained: float,
