@@ -222,7 +222,34 @@ def matmul_interchange(matmul_template, _matmul_started) -> Path:
     result = pw_main("evaluate", run, "a", "--json")
     assert result.code in (0, 1), result
     skip_if_host_busy(run, "a")
+    skip_if_profiles_too_noisy(run, "a")
     return run
+
+
+# Above this spread of log run time in either arm of a campaign, one profiled run per side cannot
+# carry the mechanism and no-collateral gates: on CI hosts whose runs spread 8-14%, the honest
+# interchange's hotspot share came out 10-15 points off in either direction (notes of session 7).
+PROFILE_NOISE_CV = 0.05
+_PROFILE_GATES = ("gate mechanism:", "gate no_collateral:")
+
+
+def skip_if_profiles_too_noisy(run: Path, cid: str) -> None:
+    """Skip, saying why, when ``cid`` is `proposed` only by the gates that read its profiles and its
+    campaign's runs spread more than PROFILE_NOISE_CV: pw's answer there is the honest one for a
+    host that noisy. Any other verdict or reason, and any quieter host, is left to the test."""
+    import numpy as np
+
+    from ledger import events as ev
+
+    events = ledger_events(run)
+    verdict = [e.data for e in events if isinstance(e.data, ev.VerdictReached) and e.data.id == cid]
+    if not verdict or verdict[-1].status != "proposed" or not all(r.startswith(_PROFILE_GATES) for r in verdict[-1].reasons):
+        return
+    timing = [e.data for e in events if isinstance(e.data, ev.TimingRecorded) and cid in e.data.targets][-1]
+    cv = max(float(np.std(np.log(timing.samples[label]), ddof=1)) for label in timing.targets)
+    if cv > PROFILE_NOISE_CV:
+        pytest.skip(f"the campaign's runs spread {cv:.1%} per run (> {PROFILE_NOISE_CV:.0%}): one profiled run per "
+                    f"side cannot carry the profile gates on this host; pw said proposed ({verdict[-1].reasons[0][:160]})")
 
 
 TINY_C = """\
