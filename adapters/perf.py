@@ -183,8 +183,9 @@ class PerfAdapter(Adapter):
         # directory the debug info records. A relative one ("./csu/../csu/libc-start.c") is a system
         # library's source, built elsewhere; joined onto the run's directory it would pass for the
         # user's file (issue 13: "kernels/2mm/stdio-common/printf_fp.c").
+        event = meta.options.get("event")
         return build_profile(samples, source_root=source_root, cwd=None, target=target,
-                             tool_version=meta.tool_version)
+                             tool_version=meta.tool_version, event=event if isinstance(event, str) else None)
 
 
 
@@ -315,8 +316,12 @@ def module_name(dso: str | None) -> str:
 
 
 def build_profile(samples: list[Sample], *, source_root: str, cwd: str | None, target: str,
-                  tool_version: str) -> Profile:
-    """Aggregate parsed samples into a Profile (see module docstring for the attribution rules)."""
+                  tool_version: str, event: str | None = None) -> Profile:
+    """Aggregate parsed samples into a Profile (see module docstring for the attribution rules).
+
+    `event` is the event perf recorded: its metric is measured even when no sample fell in the
+    program (a run shorter than the sampling period measured 0 s of CPU time, not "no time metric").
+    """
     # Pass 1: which in-root file does each (sym, module) live in? Frames without line info join the
     # only file seen for that function, so one function never splits into two ids.
     files_of: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
@@ -339,6 +344,11 @@ def build_profile(samples: list[Sample], *, source_root: str, cwd: str | None, t
         return oid
 
     metrics_used: list[str] = []
+    scale: dict[str, float] = {"samples": 1.0}
+    recorded_metric, recorded_div = _PERIOD_METRICS.get((event or "").split(":", 1)[0], (None, 1.0))
+    if recorded_metric:
+        metrics_used += [recorded_metric, "samples"]
+        scale[recorded_metric] = recorded_div
     self_m: dict = defaultdict(lambda: defaultdict(int))
     incl_m: dict = defaultdict(lambda: defaultdict(int))
     edge_m: dict = defaultdict(lambda: defaultdict(int))
@@ -347,7 +357,6 @@ def build_profile(samples: list[Sample], *, source_root: str, cwd: str | None, t
     totals: dict[str, int] = defaultdict(int)
     unknown = "[unknown]@[unknown]"
 
-    scale: dict[str, float] = {"samples": 1.0}
     for s in samples:  # sums stay integers (periods in ns); converted to units once, at the end
         # An event's modifiers do not change its unit: perf without capabilities (paranoid 2, as in
         # pw's sandbox) counts user space only and names the event `cpu-clock:u`.

@@ -204,3 +204,23 @@ def test_a_launched_capture_keeps_the_programs_samples_and_its_childrens_only():
     # No launcher in the task events: nothing is known to be the program's.
     assert PerfAdapter().normalize({"perf-script.txt": LAUNCHED.encode(), "capture.json": _launched_meta("pw-launch")},
                                    "/src", "t").totals.get("samples", 0.0) == 0.0
+
+
+def test_a_run_too_short_for_a_sample_measured_zero_cpu_time_not_no_time_metric():
+    """A launched candidate that ran between two samples: its profile still measured the recorded
+    event's metric (0 s), so it diffs against the baseline in the hotspot's metric instead of
+    failing the judge with "cpu_time_s must be measured by both profiles"."""
+    import json
+
+    from projections.profile_diff import diff_profiles
+
+    meta = json.dumps({"adapter": "perf", "options": {"program_under": "python", "event": "cpu-clock"}}).encode()
+    empty = PerfAdapter().normalize({"perf-script.txt": b"", "capture.json": meta}, "/src", "t")
+    assert empty.metrics == ["cpu_time_s", "samples"] and empty.totals == {"cpu_time_s": 0.0, "samples": 0.0}
+    plain = json.dumps({"adapter": "perf", "options": {"event": "cpu-clock"}}).encode()
+    base = PerfAdapter().normalize({"perf-script.txt": SCRIPT.encode(), "capture.json": plain}, "/src", "t")
+    assert base.metrics == ["cpu_time_s", "samples"] and base.totals["cpu_time_s"] > 0
+    diff = diff_profiles(base, empty, hotspot="main@a.c", metric="cpu_time_s")
+    assert diff.metric == "cpu_time_s" and diff.total_after == 0.0 and diff.hotspot.self_after == 0.0
+    # Without the event (a capture from before it was recorded) the empty profile states only samples.
+    assert PerfAdapter().normalize({"perf-script.txt": b""}, "/src", "t").metrics == ["samples"]

@@ -50,6 +50,8 @@ def resolve_reprofile(handle: RunHandle, state, cid: str, target_for: TargetFor,
     profiles: dict[str, Profile] = {sha: decode_profile(handle.evidence.get(sha)) for sha in before_parts + after_parts}
     if not all(mergeable(p) for p in profiles.values()):
         return state  # exact counters (callgrind) or a timeline: nothing to resolve by sampling more
+    if any(hot.metric not in p.metrics for p in profiles.values()):
+        return state  # not measured in the hotspot's metric: the mechanism gate says so
     contract = state.run.contract
     budget = rz.Budget(max_runs=contract.profiling.max_runs, max_time_s=contract.profiling.max_time_s)
     verdict, speedup = judge.saving_to_resolve(envelopes, cid)

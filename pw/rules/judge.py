@@ -414,8 +414,16 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
 
         bp = decode_profile(profiles[base_prof[1].profile_sha256])
         cp = decode_profile(profiles[cand_prof[1].profile_sha256])
-        profile_diff = diff_profiles(bp, cp, hotspot=hot[1].operation, metric=hot[1].metric)
-        diff_bytes = canonical_json(profile_diff)
+        metric = hot[1].metric
+        if metric not in bp.metrics or metric not in cp.metrics:
+            # Diffed in what both measured; the mechanism gate then says the diff is not in the
+            # hotspot's metric. Profiles that share no metric give no diff ("no reprofile").
+            metric = None
+        try:
+            profile_diff = diff_profiles(bp, cp, hotspot=hot[1].operation, metric=metric)
+        except ValueError:
+            profile_diff = None
+        diff_bytes = canonical_json(profile_diff) if profile_diff is not None else None
 
     counter = _gpu_counter(s, profiles, bp, cp)
     adapter = _adapter_facts(s, profile_diff)
