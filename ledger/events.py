@@ -352,7 +352,7 @@ class ResolutionLook(msgspec.Struct, frozen=True, kw_only=True):
     """One look of a reprofile's resolution (``pw.rules.resolution``): the merged profiles of the
     first ``runs_before`` reference runs and ``runs_after`` candidate runs, their sample counts and
     the hotspot's shares, the band those give, and what the rule said then: ``resolved``,
-    ``before``/``after`` (profile one more run of that side) or ``budget``."""
+    ``before``/``after`` (profile one more run of that side), ``budget`` or ``futile``."""
 
     runs_before: int
     runs_after: int
@@ -362,7 +362,7 @@ class ResolutionLook(msgspec.Struct, frozen=True, kw_only=True):
     share_after: float
     band: float
     elapsed_s: float
-    decision: Literal["resolved", "before", "after", "budget"]
+    decision: Literal["resolved", "before", "after", "budget", "futile"]
 
 
 class ReprofileResolved(Payload, frozen=True):
@@ -374,13 +374,14 @@ class ReprofileResolved(Payload, frozen=True):
     reference's and the candidate's single-run profiles are ``before_parts`` and ``after_parts``;
     look k merged the first ``runs_before``/``runs_after`` of them, so ``pw audit`` replays every look
     from the evidence. ``stop``: ``resolved``, ``budget`` (``max_runs`` per profile or
-    ``max_time_s`` spent; ``required_samples`` per profile would resolve it) or ``not-needed`` (the
-    campaign did not decide faster: there is no saving to resolve)."""
+    ``max_time_s`` spent; ``required_samples`` per profile would resolve it), ``futile`` (rule
+    ``share-band/2``: even ``max_runs`` per profile could not resolve it, so it stopped growing) or
+    ``not-needed`` (the campaign did not decide faster: there is no saving to resolve)."""
 
     TYPE = "ReprofileResolved"
     target: str
     reference: str
-    stop: Literal["resolved", "budget", "not-needed"]
+    stop: Literal["resolved", "budget", "futile", "not-needed"]
     speedup: float | None
     required_samples: int | None
     reason: str

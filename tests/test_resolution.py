@@ -17,6 +17,7 @@ from pw.rules.gates import HotspotFacts, ResolutionFacts, evaluate_gates
 from tests.test_gates import analysis, good_inputs
 
 BUDGET = rz.Budget(max_runs=16, max_time_s=180.0)
+RULE_1 = "share-band/1"
 
 
 def _five_percent(samples: float) -> rz.Look:
@@ -60,8 +61,11 @@ def test_the_next_run_goes_where_it_shrinks_the_variance_most_and_the_budget_sto
     assert rz.decide(look, 1.05, BUDGET) == "after"
     assert rz.decide(msgspec.structs.replace(look, samples_before=350, samples_after=700), 1.05, BUDGET) == "before"
     capped = msgspec.structs.replace(look, runs_after=16)
-    assert rz.decide(capped, 1.05, BUDGET) == "before"  # that side's budget is spent: the other one
-    assert rz.decide(msgspec.structs.replace(capped, runs_before=16), 1.05, BUDGET) == "budget"
+    # Rule 1 (no futility stop): that side's budget is spent, so the other one, until both are.
+    assert rz.decide(capped, 1.05, BUDGET, rule=RULE_1) == "before"
+    assert rz.decide(msgspec.structs.replace(capped, runs_before=16), 1.05, BUDGET, rule=RULE_1) == "budget"
+    # Rule 2: 350 samples over 16 candidate runs can never resolve it, whatever the reference adds.
+    assert rz.decide(capped, 1.05, BUDGET) == "futile"
     assert rz.decide(msgspec.structs.replace(look, elapsed_s=180.0), 1.05, BUDGET) == "budget"
 
 
@@ -260,17 +264,18 @@ def _sampler(seed: int, per_run: int = 450):
     return run, store
 
 
-def _grow(speedup: float, true_after: float, budget: rz.Budget = BUDGET, seed: int = 7):
+def _grow(speedup: float, true_after: float, budget: rz.Budget = BUDGET, seed: int = 7,
+          rule: str = rz.RESOLUTION_RULE, per_run: int = 450):
     from pw.app.resolve import grow
 
-    run, store = _sampler(seed)
+    run, store = _sampler(seed, per_run)
     first_b, first_a = run(0.85, "baseline"), run(true_after, "q")
     profiles = {"b0": first_b, "a0": first_a}
     before, after = ["b0"], ["a0"]
     ticks = iter(range(10_000))
     grown = grow(profiles, before, after, "matmul@matmul.c", "cpu_time_s", speedup, budget,
                  lambda side, look: run(0.85 if side == "before" else true_after, "baseline" if side == "before" else "q"),
-                 store, clock=lambda: float(next(ticks)))
+                 store, clock=lambda: float(next(ticks)), rule=rule)
     return grown, before, after
 
 
@@ -289,12 +294,57 @@ def test_the_loop_grows_both_sides_until_a_five_percent_saving_is_resolved_and_r
 
 
 def test_the_loop_stops_at_its_budget_and_the_interchange_needs_no_extra_run():
-    grown, before, after = _grow(1.05, 1 - 1.05 * 0.15, budget=rz.Budget(max_runs=3, max_time_s=180.0))
+    grown, before, after = _grow(1.05, 1 - 1.05 * 0.15, budget=rz.Budget(max_runs=3, max_time_s=180.0), rule=RULE_1)
     assert grown.looks[-1].decision == "budget" and (len(before), len(after)) == (3, 3)
     timed = _grow(1.05, 1 - 1.05 * 0.15, budget=rz.Budget(max_runs=16, max_time_s=4.0))[0]
     assert timed.looks[-1].decision == "budget" and timed.looks[-1].elapsed_s >= 4.0
     fast, before, after = _grow(2.0, 0.70)
     assert [lk.decision for lk in fast.looks] == ["resolved"] and (before, after) == (["b0"], ["a0"])
+
+
+def test_rule_two_stops_at_once_when_the_whole_budget_could_not_resolve_the_saving():
+    """share-band/2: a 1% saving on a whole-process clock (what noise gives a cheat whose wall time
+    did not move) needs ~100k samples per profile; 16 runs of 450 give 7,200, so the reprofile stops
+    at its first look instead of spending 30 runs to say the same. A real 5% saving still grows."""
+    one_percent = rz.Look(runs_before=1, runs_after=1, samples_before=450, samples_after=450,
+                          share_before=0.85, share_after=1 - 1.01 * 0.15)
+    assert rz.reachable_band(one_percent, 1.01, BUDGET) > rz.FUTILITY_SLACK * rz.target_band(1.01)
+    assert rz.decide(one_percent, 1.01, BUDGET) == "futile"
+    assert rz.decide(one_percent, 1.01, BUDGET, rule=RULE_1) in ("before", "after")
+    five = _five_percent(450)
+    assert rz.reachable_band(five, 1.05, BUDGET) < rz.target_band(1.05)
+    assert rz.decide(five, 1.05, BUDGET) in ("before", "after")
+    # A candidate that ran between two samples: no number of its runs adds up to one sample.
+    empty = msgspec.structs.replace(five, samples_after=0.0, share_after=0.0)
+    assert rz.reachable_band(empty, 1.05, BUDGET) == math.inf and rz.decide(empty, 1.05, BUDGET) == "futile"
+    # The rule still reads precision only: a shrink that went either way decides the same.
+    assert rz.decide(msgspec.structs.replace(one_percent, share_after=0.85), 1.01, BUDGET) == "futile"
+    with pytest.raises(rz.UnknownRule, match="share-band/9"):
+        rz.decide(one_percent, 1.01, BUDGET, rule="share-band/9")
+
+
+def test_a_futile_loop_takes_no_run_and_replays_under_its_own_rule_only():
+    grown, before, after = _grow(1.01, 1 - 1.01 * 0.15)
+    assert [lk.decision for lk in grown.looks] == ["futile"] and (before, after) == (["b0"], ["a0"])
+    looks = [rz.Look(runs_before=lk.runs_before, runs_after=lk.runs_after, samples_before=lk.samples_before,
+                     samples_after=lk.samples_after, share_before=lk.share_before, share_after=lk.share_after,
+                     elapsed_s=lk.elapsed_s) for lk in grown.looks]
+    assert rz.replay_resolution(looks, ["futile"], "futile", 1.01, BUDGET) is None
+    said = rz.replay_resolution(looks, ["futile"], "futile", 1.01, BUDGET, rule=RULE_1)
+    assert said is not None and "recorded futile" in said
+    # Under rule 1 the same start grows to the budget: the cost the futility stop saves.
+    old, before, after = _grow(1.01, 1 - 1.01 * 0.15, rule=RULE_1)
+    assert old.looks[-1].decision == "budget" and len(before) + len(after) == 32
+    # A 5% saving is never futile at these rates: it grows and resolves as under rule 1.
+    five, before, after = _grow(1.05, 1 - 1.05 * 0.15)
+    assert five.looks[-1].decision == "resolved" and "futile" not in [lk.decision for lk in five.looks]
+
+
+def test_the_gate_says_the_reprofile_stopped_growing_because_the_budget_could_not_resolve_it():
+    gate = _gate(350, 1, resolution=ResolutionFacts(stop="futile", runs_before=1, runs_after=1, max_runs=16,
+                                                    max_time_s=180.0, required_samples=4000))
+    assert not gate.passed and "needs about" in gate.detail, gate.detail
+    assert "could not give that many, so the reprofile stopped growing at 1 + 1 runs" in gate.detail, gate.detail
 
 
 def test_rules_five_ask_for_samples_only_for_a_saving_the_campaign_decided():

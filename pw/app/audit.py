@@ -317,8 +317,9 @@ def _resolution_divergence(ctx: AuditContext, i: int, r) -> str | None:
         if verdict == "FASTER" and rz.target_band(speedup) is not None:
             return "recorded not-needed, but its campaign decided faster"
         return None
-    if r.rule != rz.RESOLUTION_RULE or r.fraction != rz.RESOLUTION_FRACTION:
-        return f"was sized by rule {r.rule!r} (fraction {r.fraction}), not this ProfileWeaver's {rz.RESOLUTION_RULE!r}"
+    if r.rule not in rz.RESOLUTION_RULES or r.fraction != rz.RESOLUTION_FRACTION:
+        return (f"was sized by rule {r.rule!r} (fraction {r.fraction}), which this ProfileWeaver does not know "
+                f"({', '.join(rz.RESOLUTION_RULES)}, fraction {rz.RESOLUTION_FRACTION})")
     if verdict != "FASTER":
         return f"grew to resolve a saving its campaign did not decide ({verdict})"
     hot = judge.select(before, r.target).hotspot
@@ -347,7 +348,7 @@ def _resolution_divergence(ctx: AuditContext, i: int, r) -> str | None:
         if look is None or (look.samples_before, look.samples_after, look.share_before, look.share_after) != seen:
             return f"look {k + 1} no longer follows from its profiles (recorded samples and shares {seen})"
         looks.append(look)
-    problem = rz.replay_resolution(looks, [lk.decision for lk in r.looks], r.stop, speedup, budget)
+    problem = rz.replay_resolution(looks, [lk.decision for lk in r.looks], r.stop, speedup, budget, rule=r.rule)
     return None if problem is None else f"no longer stops where it did: {problem}"
 
 

@@ -93,6 +93,13 @@ def resolve_reprofile(handle: RunHandle, state, cid: str, target_for: TargetFor,
         reason = (f"band {last.band:.3g} <= {rz.RESOLUTION_FRACTION:g} x the {speedup - 1:.1%} saving at "  # type: ignore[operator]
                   f"{last.samples_before:g} + {last.samples_after:g} samples ({last.runs_before} + {last.runs_after} "
                   "profiled runs)")
+    elif last.decision == "futile":
+        reach = rz.reachable_band(rz.Look(**{f: getattr(last, f) for f in rz.Look.__struct_fields__}),
+                                  speedup, budget)  # type: ignore[arg-type]
+        reason = (f"futile: {budget.max_runs} runs per profile at the samples per run seen so far ("
+                  f"{last.samples_before / last.runs_before:.0f} + {last.samples_after / last.runs_after:.0f}) "
+                  f"would leave the band at {reach:.3g} > {rz.target_band(speedup):.3g}, so it stopped growing; "  # type: ignore[operator]
+                  f"about {need} samples per profile would resolve a {speedup - 1:.1%} saving")  # type: ignore[operator]
     else:
         reason = (f"budget spent ({budget.max_runs} runs per profile, {budget.max_time_s:g} s) at "
                   f"{last.runs_before} + {last.runs_after} runs, {last.samples_before:g} + {last.samples_after:g} "
@@ -112,7 +119,8 @@ class Grown(msgspec.Struct, frozen=True):
 
 def grow(profiles: dict[str, Profile], before_parts: list[str], after_parts: list[str], hotspot: str, metric: str,
          speedup: float, budget: rz.Budget, capture: Callable[[str, ev.ResolutionLook], Profile],
-         store: Callable[[Profile], str], clock: Callable[[], float] = time.monotonic) -> Grown:
+         store: Callable[[Profile], str], clock: Callable[[], float] = time.monotonic,
+         rule: str = rz.RESOLUTION_RULE) -> Grown:
     """The resolution loop: look at the merged profiles, ask the rule, and while it names a side,
     `capture` one more run of it (its profile is stored by `store`, which returns its sha256, and
     appended to that side's parts, in place). No looks when the diff tracks no hotspot."""
@@ -127,13 +135,13 @@ def grow(profiles: dict[str, Profile], before_parts: list[str], after_parts: lis
                           len(before_parts), len(after_parts), round(clock() - started, 3))
         if look is None:
             return Grown(looks=[], merged_before=None, merged_after=None)
-        decision = rz.decide(look, speedup, budget)
+        decision = rz.decide(look, speedup, budget, rule=rule)
         band = rz.share_band(look.share_before, look.share_after, speedup, look.samples_before, look.samples_after)
         looks.append(ev.ResolutionLook(
             runs_before=look.runs_before, runs_after=look.runs_after, samples_before=look.samples_before,
             samples_after=look.samples_after, share_before=look.share_before, share_after=look.share_after,
             band=band, elapsed_s=look.elapsed_s, decision=decision))  # type: ignore[arg-type]
-        if decision in ("resolved", "budget"):
+        if decision in ("resolved", "budget", "futile"):
             return Grown(looks=looks, merged_before=merged_b, merged_after=merged_a)
         profile = capture(decision, looks[-1])
         sha = store(profile)

@@ -254,7 +254,7 @@ class ProfileConsistency(_Plain):
 
 
 class ResolutionFacts(_Plain):
-    """How the reprofile was sized (``ReprofileResolved``): its stop (resolved, budget, not-needed),
+    """How the reprofile was sized (``ReprofileResolved``): its stop (resolved, budget, futile, not-needed),
     the profiled runs merged on each side, the budget, and the samples per profile it asked for."""
 
     stop: str
@@ -883,6 +883,9 @@ def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple
     if r is not None and r.stop == "budget":
         text += (f": the reprofile's budget ({r.max_runs} profiled runs per profile, {_g(r.max_time_s)} s) "
                  f"stopped at {r.runs_before} + {r.runs_after} runs")
+    elif r is not None and r.stop == "futile":
+        text += (f": {r.max_runs} profiled runs per profile could not give that many, so the reprofile "
+                 f"stopped growing at {r.runs_before} + {r.runs_after} runs")
     return text
 
 

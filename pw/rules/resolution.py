@@ -22,6 +22,16 @@ variance most. The rule reads the sample counts and the shares (which set the bi
 but never the shrink itself: how long the reprofile grows cannot depend on whether the hotspot
 seems to shrink yet, so growing it cannot steer the gate's answer.
 
+Rule ``share-band/2`` adds a futility stop. At each look, the band the whole budget could reach is
+predicted: every side at ``max_runs`` runs of the samples per run it has given so far. When even that
+band is wider than ``FUTILITY_SLACK`` times the target, growing cannot resolve the saving and the
+reprofile stops at once (``futile``), instead of spending up to ``max_runs`` runs per side and
+``max_time_s`` to end at ``budget`` with the same answer. This happens for savings of a percent or
+two on a whole-process clock that noise made look decided (a cheat that moves its work out of its
+region of interest: its wall clock is unchanged), and for a candidate that runs between two samples
+(0 samples per run never add up). The prediction reads counts and shares only, like the rest of
+the rule. Rule 1 (no futility stop) is kept for the runs recorded under it.
+
 ``replay_resolution`` checks a recorded sequence of looks against the rule, for ``pw audit``.
 """
 
@@ -33,11 +43,15 @@ import msgspec
 
 from pw.rules.gates import POISSON_SIGMAS
 
-RESOLUTION_RULE = "share-band/1"
+RESOLUTION_RULES = ("share-band/1", "share-band/2")
+RESOLUTION_RULE = RESOLUTION_RULES[-1]  # what this ProfileWeaver records; audits replay each by its own
+# Futile only when the whole budget would still leave the band this many times the target: the
+# samples per run and the shares move a little as runs are added.
+FUTILITY_SLACK = 1.25
 # The band must be at most this fraction of the expected shrink (S - 1): the expected shrink then
 # lies (1 / fraction - 1) * POISSON_SIGMAS sigmas beyond the band.
 RESOLUTION_FRACTION = 0.5
-DECISIONS = ("resolved", "before", "after", "budget")
+DECISIONS = ("resolved", "before", "after", "budget", "futile")
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True):
@@ -88,9 +102,26 @@ def required_samples(share_before: float, share_after: float, speedup: float | N
     return max(1, math.ceil((POISSON_SIGMAS / band) ** 2 * (a + b)))
 
 
-def decide(look: Look, speedup: float | None, budget: Budget, fraction: float = RESOLUTION_FRACTION) -> str:
+class UnknownRule(ValueError):
+    """A reprofile sized by a rule this ProfileWeaver does not know (written by a newer one, or forged)."""
+
+
+def reachable_band(look: Look, speedup: float, budget: Budget) -> float:
+    """The band if each side took every run the budget allows, at the samples per run it has given
+    so far (infinite when a side has given none)."""
+    per_run = [look.samples_before / look.runs_before if look.runs_before > 0 else 0.0,
+               look.samples_after / look.runs_after if look.runs_after > 0 else 0.0]
+    runs = [max(budget.max_runs, look.runs_before), max(budget.max_runs, look.runs_after)]
+    return share_band(look.share_before, look.share_after, speedup, per_run[0] * runs[0], per_run[1] * runs[1])
+
+
+def decide(look: Look, speedup: float | None, budget: Budget, fraction: float = RESOLUTION_FRACTION,
+           rule: str = RESOLUTION_RULE) -> str:
     """``resolved`` (the band resolves the saving), ``before``/``after`` (profile one more run of the
-    reference/candidate), or ``budget`` (spent, or no side may take another run)."""
+    reference/candidate), ``budget`` (spent, or no side may take another run) or, from rule 2 on,
+    ``futile`` (even the whole budget could not resolve it)."""
+    if rule not in RESOLUTION_RULES:
+        raise UnknownRule(f"unknown resolution rule {rule!r} (this ProfileWeaver knows {', '.join(RESOLUTION_RULES)})")
     band_max = target_band(speedup, fraction)
     if band_max is None:
         return "resolved"  # nothing to resolve: the caller records "not-needed" before asking
@@ -100,6 +131,8 @@ def decide(look: Look, speedup: float | None, budget: Budget, fraction: float = 
         return "resolved"
     if look.elapsed_s >= budget.max_time_s:
         return "budget"
+    if rule != "share-band/1" and reachable_band(look, speedup, budget) > FUTILITY_SLACK * band_max:  # type: ignore[arg-type]
+        return "futile"
     a, b = _var_terms(look.share_before, look.share_after, speedup)  # type: ignore[arg-type]
     gains = {}
     for side, var, n, runs in (("before", a, look.samples_before, look.runs_before),
@@ -114,14 +147,14 @@ def decide(look: Look, speedup: float | None, budget: Budget, fraction: float = 
 
 
 def replay_resolution(looks: list[Look], decisions: list[str], stop: str, speedup: float | None, budget: Budget,
-                      fraction: float = RESOLUTION_FRACTION) -> str | None:
+                      fraction: float = RESOLUTION_FRACTION, rule: str = RESOLUTION_RULE) -> str | None:
     """Whether recorded looks and decisions follow the rule: each decision is what ``decide`` says
     at its look, each look after a ``before``/``after`` has exactly one more run on that side, and
     the last decision is the stop. None when they do, else what does not follow."""
     if not looks or len(looks) != len(decisions):
         return "no looks recorded" if not looks else "looks and decisions differ in number"
     for k, (look, said) in enumerate(zip(looks, decisions)):
-        again = decide(look, speedup, budget, fraction)
+        again = decide(look, speedup, budget, fraction, rule)
         if again != said:
             return (f"look {k + 1} ({look.runs_before}+{look.runs_after} runs, {look.samples_before:g}+"
                     f"{look.samples_after:g} samples) recorded {said}, but the rule gives {again}")
