@@ -26,6 +26,7 @@ from tests.test_adaptive_campaigns import (
     _quiet_enough,
     _resolution,
     _small_on_this_cpu,
+    another_image,
     assert_noop_is_no_effect,
 )
 
@@ -61,6 +62,7 @@ def test_a_small_real_effect_on_a_compute_bound_workload_is_verified(series_star
 def test_the_noop_on_a_compute_bound_workload_is_no_effect(series_started, tmp_path):
     """±2% needs about 2% CV per run within the default 40 pairs."""
     run = _prepared(series_started, tmp_path, "n", "noop")
+    another_image(run, "n", "series.c")
     _quiet_enough(run)
     out = _judged_with_more(run, "n", rounds=0)
     assert_noop_is_no_effect(run, "n", out)

@@ -378,13 +378,13 @@ def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, 
             f"along {path}: not shown faster than the baseline (the parent was {before.speedup:.4g}x)")
 
 
-def _same_image(reference: Found, build: Found, ref: str) -> str | None:
+def same_image(reference: ev.BuildFinished | None, build: ev.BuildFinished | None, ref: str) -> str | None:
     """Rules 13: why the candidate cannot be faster than its reference, when both builds load the
     same image (``pw.workload.image``: code and data, debug info and compiled sources aside)."""
     if reference is None or build is None:
         return None
-    mine, theirs = build[1].image_sha256, reference[1].image_sha256
-    if mine is None or mine != theirs or build[1].outcome != "ok":
+    mine, theirs = build.image_sha256, reference.image_sha256
+    if mine is None or mine != theirs or build.outcome != "ok" or reference.outcome != "ok":
         return None
     return (f"the candidate builds to the same running image as {ref} (code and data sha256 {mine[:12]}; it "
             "differs in debug info or sources only): nothing it changed runs, whatever the timing measured")
@@ -489,7 +489,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
 
         contended = contention_reason(timing[1] if timing else None, run.host.cpus)
     chain = _chain_doubt(envelopes, ref, analysis) if rules >= 10 and ref != "baseline" and analysis else None
-    same_image = _same_image(base_build, build, ref) if rules >= 13 else None
+    image = same_image(base_build[1] if base_build else None, build[1] if build else None, ref) if rules >= 13 else None
     timing_fault = None
     # Caught in a timed or profiled run (it left something for the next run, or printed something
     # else than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail
@@ -511,7 +511,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         contended=contended,
         uncontained=_uncontained(timing[1].conditions if timing else None),
         chain=chain,
-        same_image=same_image,
+        same_image=image,
     )
     interval = None
     speedup = None
