@@ -5,8 +5,8 @@
 
 benchmarks/stats_sim.py measures the adaptive campaign's A/A error on simulated noise; this runs
 the product itself on real timings. One `pw start` of the workload, then `--campaigns` candidates
-that are all the workload's bundled no-op patch (the same machine code as the baseline; series-c's
-renames a variable), each judged by its own `pw evaluate` campaign: its own seed (derived from its
+that are all the workload's bundled no-op patch (series-c's renames a variable) plus an unread
+global (below), each judged by its own `pw evaluate` campaign: its own seed (derived from its
 id), its own pair order and fresh inputs, the default stopping rule and `--max-pairs`. Whatever the
 host's noise is while they run (a shared machine, other jobs) is the condition measured.
 
@@ -15,9 +15,10 @@ none; a false verification is a `verified` verdict (on series-c the hotspot is 9
 the mechanism gate cannot tell a false FASTER from a real one: only the timing protects it).
 `no effect` is the right answer; `inconclusive` (the budget ran out, or the machine was too busy:
 `host-busy`, gate rules 8) an honest one. Since gate rules 13 a no-op that builds to the baseline's
-running image (the bundled ones do) is rejected as no effect whatever its timing, so `verified`
-no longer happens here; the campaign's own stop (`decided` for a no-op) is what measures the
-timing rule (pw.stats.adaptive's). Columns: status, stop, last look, pairs, speedup, interval,
+running image (the bundled ones do) is rejected as no effect whatever its timing, and `pw evaluate`
+does not time it at all; so each candidate also gets an unread global in the C file the patch
+touches: another image at the same speed, which the campaign must judge. The campaign's own stop
+(`decided` for a no-op) is what measures the timing rule (pw.stats.adaptive's). Columns: status, stop, last look, pairs, speedup, interval,
 SD of the per-pair log ratios, and the larger arm's median shares (pw.rules.contention): of wall
 time its runs waited for a CPU / of the other CPUs' time other work used meanwhile. The key=value lines come last.
 """
@@ -89,6 +90,11 @@ def main() -> int:
     patch = workload / "candidates" / f"{args.patch}.patch"
     if not patch.is_file():
         raise SystemExit(f"--patch {args.patch}: expected a patch file at {patch}")
+    touched = [line.split()[1].split("/", 1)[-1] for line in patch.read_text().splitlines()
+               if line.startswith("+++ ") and len(line.split()) > 1]
+    source = next((f for f in touched if f.endswith((".c", ".cc", ".cpp"))), None)
+    if source is None:
+        raise SystemExit(f"--patch {args.patch}: expected it to touch a C or C++ file (for the unread global)")
     runs = args.runs_dir or Path(tempfile.mkdtemp(prefix="pw-bench-real-aa-"))
     run = Path(pw("start", "--workload", str(workload), "--runs-dir", str(runs),
                   "--iterations", str(args.campaigns))["run_dir"])
@@ -99,6 +105,8 @@ def main() -> int:
         cid = f"aa{k}"
         pw("prepare", str(run), "--candidate", f"{cid}:baseline:{args.patch} (changes nothing)")
         subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=run / "candidates" / cid / "src", check=True)
+        marked = run / "candidates" / cid / "src" / source
+        marked.write_text(marked.read_text() + f"\nint pw_real_aa_unread_marker = {k + 1};  /* nonzero: in .data (a zero one sits in .bss, whose bytes are not in the image) */\n")
         out = pw("evaluate", str(run), cid, "--max-pairs", str(args.max_pairs))
         stop, reason, logs, delayed = campaign_of(run, cid, cpus)
         sd = float(np.std(logs, ddof=1)) if len(logs) > 1 else float("nan")
