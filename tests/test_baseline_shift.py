@@ -111,7 +111,7 @@ def test_evaluate_times_the_baseline_alone_again_when_its_campaign_ran_slower(ti
     when last timed alone, `pw evaluate` records a new baseline-variance timing right after the
     campaign (the baseline alone, now), which the judge then compares with."""
     import pw.rules.judge
-    from tests.conftest import copy_run, pw_main
+    from tests.conftest import SAME_SPEED_TINY_C, copy_run, pw_main
 
     calls = []
 
@@ -121,7 +121,8 @@ def test_evaluate_times_the_baseline_alone_again_when_its_campaign_ran_slower(ti
 
     monkeypatch.setattr(pw.rules.judge, "baseline_shift_reason", always_shifted)
     run = copy_run(tiny_budget_run, tmp_path)
-    assert pw_main("prepare", run, "--candidate", "s:baseline:same code").code == 0
+    assert pw_main("prepare", run, "--candidate", "s:baseline:same speed").code == 0
+    (run / "candidates" / "s" / "src" / "tiny.c").write_text(SAME_SPEED_TINY_C)  # another image: it is timed
     pw_main("evaluate", run, "s", "--json")
     events = [e.data for e in ledger_events(run)]
     campaign = next(i for i, d in enumerate(events) if isinstance(d, ev.TimingRecorded) and "s" in d.targets)

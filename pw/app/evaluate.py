@@ -362,14 +362,14 @@ def _build_check_time(handle, state, cid, attempt, ws, files, scratch, explorato
     state = handle.record(state, [oracle.event] + ([oracle.fault] if oracle.fault else []))
     if not oracle.event.passed:
         return state
-    if state.candidates[cid].prepared.resolved_parent == "baseline":
-        # The baseline's own code and data: no timing can show it faster, and the judge rejects it as
-        # no effect (gate rules 13) without one, so its campaign (up to max_pairs pairs) is not run.
-        # A chained candidate is still timed: without timing the judge's reference is the baseline.
-        why = same_image(state.builds.get("baseline"), built, "baseline")
-        if why is not None:
-            progress(f"timing skipped: {why}")
-            return state
+    # Its reference's own code and data (the baseline's, or a chained candidate's parent's): no
+    # timing can show it faster, and the judge rejects it as no effect without one (gate rules 13,
+    # 15), so its campaign (up to max_pairs pairs) is not run.
+    parent = state.candidates[cid].prepared.resolved_parent
+    why = same_image(state.builds.get(parent), built, parent)
+    if why is not None:
+        progress(f"timing skipped: {why}")
+        return state
     # A chained candidate is timed against its parent's build; the oracle above still compares
     # with the baseline.
     reference = reference_target(handle, state, state.candidates[cid])

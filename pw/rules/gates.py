@@ -122,8 +122,13 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      excess over its timed runs added back (``_profiled_longer``; launched sampled profiles): one
 #      profiled run on a noisy host took ~58% longer than its timed runs, in the hotspot, and an
 #      honest 1.91x interchange read as "a uniform speedup" (CI, 2026-12-01, 7 tests).
-GATE_RULES = 14
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+#  15: a chained candidate without timing is judged against its parent, not the baseline
+#      (``judge.judge_events``): `pw evaluate` no longer times a candidate that builds to its
+#      reference's running image (rules 13 reject it whatever a campaign says), and under rules 14
+#      an untimed step with its parent's image read as "no timing analysis" (inconclusive) against
+#      the baseline's image. Gates unchanged.
+GATE_RULES = 15
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves

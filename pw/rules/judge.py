@@ -402,6 +402,12 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     diff_seq, diff = diff
     # A chained candidate is timed against its parent: the parent's build and profile are the reference.
     ref = timing[1].targets[0] if timing else "baseline"
+    if rules >= 15 and timing is None and s.prepared is not None and s.prepared[1].resolved_parent != "baseline":
+        # Rules 15: untimed (its parent's own image, which `pw evaluate` does not time, or a failure
+        # before timing), a chained candidate is still judged against the parent it is a step over.
+        ref = s.prepared[1].resolved_parent
+        base_build = _latest([(e.seq, e.data) for e in envelopes], lambda d: isinstance(d, ev.BuildFinished)
+                             and d.target == ref and d.outcome == "ok")
 
     analysis = analyze(timing[1], cid) if timing else None
     wall = analyze(timing[1], cid, ":wall_s") if timing and contract.metric.kind == "roi" else None
