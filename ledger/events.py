@@ -394,6 +394,10 @@ class ReprofileResolved(Payload, frozen=True):
     looks: list[ResolutionLook]
     before_parts: list[str]
     after_parts: list[str]
+    # Rule share-band/3: the runs each side's profile sums at least, from the campaign's spread (the
+    # arms' larger SD of log run time); 1 and None under the older rules.
+    min_runs: int = 1
+    spread: float | None = None
 
 
 class HotspotSelected(Payload, frozen=True):

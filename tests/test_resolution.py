@@ -340,6 +340,37 @@ def test_a_futile_loop_takes_no_run_and_replays_under_its_own_rule_only():
     assert five.looks[-1].decision == "resolved" and "futile" not in [lk.decision for lk in five.looks]
 
 
+@pytest.mark.parametrize("spread, floor", [(None, 1), (0.03, 1), (0.05, 1), (0.07, 2), (0.10, 4), (0.14, 8),
+                                           (0.30, 8), (float("nan"), 1)])
+def test_rule_three_profiles_a_noisy_campaign_several_runs_per_side(spread, floor):
+    """The floor makes the mean of a side's profiled runs vary about as one run of a 5% host does;
+    at most half the budget."""
+    assert rz.min_runs_for(spread, 16) == floor
+
+
+def test_rule_three_grows_a_resolved_profile_to_its_floor_one_side_at_a_time():
+    budget = rz.Budget(max_runs=16, max_time_s=180.0, min_runs=4)
+    two_x = rz.Look(runs_before=1, runs_after=1, samples_before=450, samples_after=230, share_before=0.85,
+                    share_after=0.70)
+    assert rz.decide(two_x, 2.0, budget) == "after"  # resolved by its samples, short of the floor
+    assert rz.decide(msgspec.structs.replace(two_x, runs_after=2), 2.0, budget) == "before"
+    assert rz.decide(msgspec.structs.replace(two_x, runs_before=4, runs_after=4), 2.0, budget) == "resolved"
+    assert rz.decide(msgspec.structs.replace(two_x, elapsed_s=180.0), 2.0, budget) == "budget"
+    for older in (RULE_1, "share-band/2"):  # no floor before rule 3
+        assert rz.decide(two_x, 2.0, budget, rule=older) == "resolved"
+    # The floor never reads the shrink either.
+    assert rz.decide(msgspec.structs.replace(two_x, share_after=0.85), 2.0, budget) == "after"
+
+    grown, before, after = _grow(2.0, 0.70, budget=budget)
+    assert (len(before), len(after)) == (4, 4) and grown.looks[-1].decision == "resolved"
+    looks = [rz.Look(runs_before=lk.runs_before, runs_after=lk.runs_after, samples_before=lk.samples_before,
+                     samples_after=lk.samples_after, share_before=lk.share_before, share_after=lk.share_after,
+                     elapsed_s=lk.elapsed_s) for lk in grown.looks]
+    decisions = [lk.decision for lk in grown.looks]
+    assert rz.replay_resolution(looks, decisions, "resolved", 2.0, budget) is None
+    assert rz.replay_resolution(looks, decisions, "resolved", 2.0, budget, rule="share-band/2") is not None
+
+
 def test_the_gate_says_the_reprofile_stopped_growing_because_the_budget_could_not_resolve_it():
     gate = _gate(350, 1, resolution=ResolutionFacts(stop="futile", runs_before=1, runs_after=1, max_runs=16,
                                                     max_time_s=180.0, required_samples=4000))

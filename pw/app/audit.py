@@ -331,7 +331,16 @@ def _resolution_divergence(ctx: AuditContext, i: int, r) -> str | None:
         strays = [p[:12] for p in parts if (label, p) not in known]
         if strays:
             return f"cites {', '.join(strays)} as runs of {label}, which no single-run profile of it recorded"
-    budget = rz.Budget(max_runs=r.max_runs, max_time_s=r.max_time_s)
+    if r.rule in ("share-band/1", "share-band/2"):
+        if r.min_runs != 1:
+            return f"was sized by rule {r.rule!r}, which has no floor on the profiled runs, yet records {r.min_runs}"
+    else:
+        spread = judge.campaign_spread(before, r.target)
+        floor = rz.min_runs_for(spread, r.max_runs)
+        if (r.spread, r.min_runs) != (spread, floor):
+            return (f"records a floor of {r.min_runs} profiled runs per side for a spread of {r.spread}, but its "
+                    f"campaign's spread is {spread}, which gives {floor}")
+    budget = rz.Budget(max_runs=r.max_runs, max_time_s=r.max_time_s, min_runs=r.min_runs)
     profiles = {}
     looks = []
     for k, recorded in enumerate(r.looks):

@@ -53,11 +53,13 @@ def resolve_reprofile(handle: RunHandle, state, cid: str, target_for: TargetFor,
     if any(hot.metric not in p.metrics for p in profiles.values()):
         return state  # not measured in the hotspot's metric: the mechanism gate says so
     contract = state.run.contract
-    budget = rz.Budget(max_runs=contract.profiling.max_runs, max_time_s=contract.profiling.max_time_s)
+    spread = judge.campaign_spread(envelopes, cid)
+    budget = rz.Budget(max_runs=contract.profiling.max_runs, max_time_s=contract.profiling.max_time_s,
+                       min_runs=rz.min_runs_for(spread, contract.profiling.max_runs))
     verdict, speedup = judge.saving_to_resolve(envelopes, cid)
     common = dict(target=cid, reference=ref, adapter=adapter, rule=rz.RESOLUTION_RULE, speedup=speedup,
                   fraction=rz.RESOLUTION_FRACTION, target_band=rz.target_band(speedup), max_runs=budget.max_runs,
-                  max_time_s=budget.max_time_s)
+                  max_time_s=budget.max_time_s, min_runs=budget.min_runs, spread=spread)
     if verdict != "FASTER" or rz.target_band(speedup) is None:
         return handle.record(state, [ev.ReprofileResolved(
             **common, looks=[], stop="not-needed", required_samples=None, before_parts=before_parts,
@@ -66,10 +68,14 @@ def resolve_reprofile(handle: RunHandle, state, cid: str, target_for: TargetFor,
     def capture(side: str, look: ev.ResolutionLook) -> Profile:
         nonlocal state
         label = ref if side == "before" else cid
-        progress(f"reprofile: band {look.band:.3g} > {rz.target_band(speedup):.3g} (resolving a "  # type: ignore[operator]
-                 f"{speedup - 1:.1%} saving) at {look.samples_before:g} + {look.samples_after:g} samples: "  # type: ignore[operator]
-                 f"profiling {label} again (run {(look.runs_before if side == 'before' else look.runs_after) + 1} "
-                 f"of at most {budget.max_runs})")
+        run = (look.runs_before if side == "before" else look.runs_after) + 1
+        if look.band <= rz.target_band(speedup):  # type: ignore[operator]
+            progress(f"reprofile: the campaign's runs spread {spread:.1%} (> {rz.PROFILE_SPREAD:.0%}): profiling "
+                     f"{label} again (run {run} of the {budget.min_runs} each side's profile sums)")
+        else:
+            progress(f"reprofile: band {look.band:.3g} > {rz.target_band(speedup):.3g} (resolving a "  # type: ignore[operator]
+                     f"{speedup - 1:.1%} saving) at {look.samples_before:g} + {look.samples_after:g} samples: "  # type: ignore[operator]
+                     f"profiling {label} again (run {run} of at most {budget.max_runs})")
         profiled, note = target_for(label)
         state, result = profile_once(handle, state, profiled, adapter, note)
         return result.profile
@@ -93,6 +99,9 @@ def resolve_reprofile(handle: RunHandle, state, cid: str, target_for: TargetFor,
         reason = (f"band {last.band:.3g} <= {rz.RESOLUTION_FRACTION:g} x the {speedup - 1:.1%} saving at "  # type: ignore[operator]
                   f"{last.samples_before:g} + {last.samples_after:g} samples ({last.runs_before} + {last.runs_after} "
                   "profiled runs)")
+        if budget.min_runs > 1:
+            reason += (f"; at least {budget.min_runs} runs per side, as the campaign's runs spread {spread:.1%} "
+                       f"(> {rz.PROFILE_SPREAD:.0%})")
     elif last.decision == "futile":
         reach = rz.reachable_band(rz.Look(**{f: getattr(last, f) for f in rz.Look.__struct_fields__}),
                                   speedup, budget)  # type: ignore[arg-type]

@@ -127,8 +127,13 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      reference's running image (rules 13 reject it whatever a campaign says), and under rules 14
 #      an untimed step with its parent's image read as "no timing analysis" (inconclusive) against
 #      the baseline's image. Gates unchanged.
-GATE_RULES = 15
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#  16: the profile-consistency check reads the launcher's report on every profiled run a merged
+#      profile sums (their geometric mean, ``judge._profiled_walls``), as it reads the profile's
+#      total per run (rules 7); rules 5-15 took the latest run's report for all of them. Resolution
+#      rule share-band/3 profiles a noisy campaign's sides several runs each, and one of those runs
+#      slowed by the host failed the check for a profile whose mean agreed.
+GATE_RULES = 16
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves

@@ -9,6 +9,7 @@ the gate rules the verdict was recorded with, to check that every verdict still 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,6 +72,22 @@ class Selection(msgspec.Struct, frozen=True):
     candidate_diagnosis: Found = None  # ... and of this attempt
     candidate_diagnosis_capture: Found = None
     resolution: Found = None  # ReprofileResolved of this attempt: how the reprofile was sized
+    # Each single-run profile (by sha256) and the ProfileCaptured recorded with it: the launcher's
+    # report on every run a merged profile sums (gate rules 16).
+    part_captures: dict[str, ev.ProfileCaptured] = {}
+
+
+def _captures_by_profile(items) -> dict[str, ev.ProfileCaptured]:
+    """Single-run ProfileNormalized sha256 -> the ProfileCaptured of the same target and adapter
+    recorded just before it (`profile_once` records the two together)."""
+    last: dict[tuple[str, str], ev.ProfileCaptured] = {}
+    out: dict[str, ev.ProfileCaptured] = {}
+    for _seq, d in items:
+        if isinstance(d, ev.ProfileCaptured):
+            last[(d.target, d.adapter)] = d
+        elif isinstance(d, ev.ProfileNormalized) and not d.parts and (d.target, d.adapter) in last:
+            out[d.profile_sha256] = last[(d.target, d.adapter)]
+    return out
 
 
 def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
@@ -126,6 +143,7 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         candidate_diagnosis=cand_diag,
         candidate_diagnosis_capture=mine(ev.ProfileCaptured, target=cid, adapter=cand_diag[1].adapter) if cand_diag else None,
         resolution=mine(ev.ReprofileResolved, target=cid),
+        part_captures=_captures_by_profile(items),
     )
 
 
@@ -316,14 +334,34 @@ def _profile_consistency(s: Selection, cid: str, ref: str, rules: int = g.GATE_R
         b_sd = max(b_sd, arm_sd) if arm_sd is not None else b_sd
     c_med, c_sd = _arm(_timed_wall(s.timing[1], cid))
     bc, cc = s.baseline_capture[1], s.candidate_capture[1]
+    b_launched, b_wall, c_launched, c_wall = bc.launched, bc.program_wall_s, cc.launched, cc.program_wall_s
+    if rules >= 16:
+        b_launched, b_wall = _profiled_walls(s, s.baseline_profile, bc)
+        c_launched, c_wall = _profiled_walls(s, s.candidate_profile, cc)
     return g.ProfileConsistency(
-        baseline_launched=bc.launched, candidate_launched=cc.launched,
-        baseline_profiled_wall_s=bc.program_wall_s, candidate_profiled_wall_s=cc.program_wall_s,
+        baseline_launched=b_launched, candidate_launched=c_launched,
+        baseline_profiled_wall_s=b_wall, candidate_profiled_wall_s=c_wall,
         baseline_timed_median_s=b_med, baseline_timed_log_sd=b_sd, baseline_timed_runs=len(ref_timed),
         candidate_timed_median_s=c_med, candidate_timed_log_sd=c_sd,
         candidate_timed_runs=len(_timed_wall(s.timing[1], cid)),
         baseline_profile_runs=_profiled_runs(s.baseline_profile), candidate_profile_runs=_profiled_runs(s.candidate_profile),
     )
+
+
+def _profiled_walls(s: Selection, profile: Found, latest: ev.ProfileCaptured) -> tuple[bool, float | None]:
+    """Gate rules 16: (launched, the geometric mean of the launcher's wall-clock reports) over every
+    profiled run a merged profile sums; its total per run is compared with them. Under rules 5-15
+    the latest capture's report alone stood for all of them (and one run slowed by the host while
+    profiled failed a profile averaged over several). None when a run's report is missing."""
+    parts = list(profile[1].parts) if profile is not None else []
+    captures = [s.part_captures.get(p) for p in parts] or [latest]
+    if any(c is None for c in captures):
+        return latest.launched, None
+    launched = all(c.launched for c in captures)  # type: ignore[union-attr]
+    walls = [c.program_wall_s for c in captures]  # type: ignore[union-attr]
+    if any(w is None or not w > 0 for w in walls):
+        return launched, None
+    return launched, round(math.exp(math.fsum(math.log(w) for w in walls) / len(walls)), 9)  # type: ignore[arg-type]
 
 
 def _profiled_runs(found: Found) -> int:
@@ -544,6 +582,17 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         ),
         profile_diff=diff_bytes,
     )
+
+
+def campaign_spread(envelopes: list[ev.Envelope], cid: str) -> float | None:
+    """The larger of the two arms' standard deviations of log whole-process run time in `cid`'s latest
+    campaign (resolution rule 3 sizes the profiled runs by it); None without two runs an arm."""
+    s = select(envelopes, cid)
+    if s.timing is None:
+        return None
+    sds = [_arm(_timed_wall(s.timing[1], label))[1] for label in (s.timing[1].targets[0], cid)]
+    known = [sd for sd in sds if sd is not None]
+    return max(known) if known else None
 
 
 def saving_to_resolve(envelopes: list[ev.Envelope], cid: str) -> tuple[str | None, float | None]:

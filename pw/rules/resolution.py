@@ -32,6 +32,15 @@ region of interest: its wall clock is unchanged), and for a candidate that runs 
 (0 samples per run never add up). The prediction reads counts and shares only, like the rest of
 the rule. Rule 1 (no futility stop) is kept for the runs recorded under it.
 
+Rule ``share-band/3`` adds a floor on the runs each side's profile sums, from the campaign's own
+spread. Binomial sampling error is not the only one: on a host whose runs vary by 10-15%, one
+profiled run's hotspot share was 10-15 points off the truth (the interference of that run fell on
+the hotspot or on the rest), and an honest 2x interchange read as "explains 116% of the saving",
+"a uniform speedup" or "another operation grew" on CI. The floor is ``(spread / PROFILE_SPREAD)^2``
+runs (at most half of ``max_runs``), the arms' larger standard deviation of log run time in the
+campaign: the mean of that many runs varies about as much as one run of a host at PROFILE_SPREAD.
+A quiet host (spread <= 5%) keeps one run per side. Like the rest, it never reads the shrink.
+
 ``replay_resolution`` checks a recorded sequence of looks against the rule, for ``pw audit``.
 """
 
@@ -43,7 +52,7 @@ import msgspec
 
 from pw.rules.gates import POISSON_SIGMAS
 
-RESOLUTION_RULES = ("share-band/1", "share-band/2")
+RESOLUTION_RULES = ("share-band/1", "share-band/2", "share-band/3")
 RESOLUTION_RULE = RESOLUTION_RULES[-1]  # what this ProfileWeaver records; audits replay each by its own
 # Futile only when the whole budget would still leave the band this many times the target: the
 # samples per run and the shares move a little as runs are added.
@@ -52,11 +61,22 @@ FUTILITY_SLACK = 1.25
 # lies (1 / fraction - 1) * POISSON_SIGMAS sigmas beyond the band.
 RESOLUTION_FRACTION = 0.5
 DECISIONS = ("resolved", "before", "after", "budget", "futile")
+# Rule 3: one profiled run per side is enough where the campaign's runs spread at most this much.
+PROFILE_SPREAD = 0.05
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True):
     max_runs: int  # profiled runs per profile (the reference's and the candidate's), earlier runs included
     max_time_s: float  # seconds of profiling for the whole step
+    min_runs: int = 1  # rule 3: runs each side's profile sums before it may be called resolved
+
+
+def min_runs_for(spread: float | None, max_runs: int) -> int:
+    """Rule 3's floor on each side's profiled runs for a campaign whose arms' larger SD of log run
+    time is `spread` (None: not known, one run)."""
+    if spread is None or not math.isfinite(spread) or spread <= PROFILE_SPREAD:
+        return 1
+    return max(1, min(math.ceil(round((spread / PROFILE_SPREAD) ** 2, 9)), max_runs // 2))
 
 
 class Look(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,12 +147,18 @@ def decide(look: Look, speedup: float | None, budget: Budget, fraction: float = 
         return "resolved"  # nothing to resolve: the caller records "not-needed" before asking
     band = share_band(look.share_before, look.share_after, speedup, look.samples_before,  # type: ignore[arg-type]
                       look.samples_after)
-    if band <= band_max:
+    floor = budget.min_runs if rule not in ("share-band/1", "share-band/2") else 1
+    short = [(runs, side) for side, runs in (("after", look.runs_after), ("before", look.runs_before))
+             if runs < min(floor, budget.max_runs)]
+    if band <= band_max and not short:
         return "resolved"
     if look.elapsed_s >= budget.max_time_s:
         return "budget"
-    if rule != "share-band/1" and reachable_band(look, speedup, budget) > FUTILITY_SLACK * band_max:  # type: ignore[arg-type]
+    if band > band_max and rule != "share-band/1" and \
+            reachable_band(look, speedup, budget) > FUTILITY_SLACK * band_max:  # type: ignore[arg-type]
         return "futile"
+    if band <= band_max:
+        return min(short)[1]  # resolved by its samples, short of the floor: the side with fewer runs
     a, b = _var_terms(look.share_before, look.share_after, speedup)  # type: ignore[arg-type]
     gains = {}
     for side, var, n, runs in (("before", a, look.samples_before, look.runs_before),
