@@ -9,6 +9,7 @@ import msgspec
 import pytest
 
 from ledger import events as ev
+from pw.rules.resolution import min_runs_for
 from pw.rules.verdict import reach_verdict
 from tests.conftest import SAME_SPEED_TINY_C, copy_run, ledger_events, pw_main, skip_if_host_busy
 
@@ -71,9 +72,15 @@ def test_a_large_effect_stops_at_the_minimum_and_says_why(matmul_interchange):
     assert evaluated.analysis["campaign"]["stop"] == "decided"
     # the reported interval is the anytime-valid one, never narrower than the fixed t-interval
     assert evaluated.analysis["interval"]["low"] <= evaluated.analysis["fixed_interval"]["low"]
-    # ~2x on an 85% hotspot: one profiled run per side already resolves the saving
+    # ~2x on an 85% hotspot: one profiled run per side already resolves the saving's samples; a
+    # campaign whose runs spread more than 5% profiles each side its floor of runs (rule 3), one at a time.
     sized = _resolution(matmul_interchange, "a")
-    assert sized.stop == "resolved" and [(lk.runs_before, lk.runs_after) for lk in sized.looks] == [(1, 1)], sized
+    assert sized.stop == "resolved" and sized.looks[0].band <= 0.5 * (sized.speedup - 1), sized
+    assert sized.min_runs == min_runs_for(sized.spread, sized.max_runs), sized
+    runs = [(lk.runs_before, lk.runs_after) for lk in sized.looks]
+    assert runs[-1] == (sized.min_runs, sized.min_runs) and len(runs) == 2 * sized.min_runs - 1, sized
+    if sized.spread <= 0.05:
+        assert runs == [(1, 1)], sized
 
 
 @pytest.mark.slow
@@ -113,8 +120,9 @@ def test_audit_replays_how_the_reprofile_was_sized_and_names_a_forged_look(matmu
     for env in events:
         data = env.data
         if isinstance(data, ev.ReprofileResolved) and data.target == "a":
-            # "one more candidate run was needed", where the rule says one run each resolved it
-            data = msgspec.structs.replace(data, looks=[msgspec.structs.replace(data.looks[0], decision="after")])
+            # "the budget stopped it", where the rule says its last look resolved it
+            data = msgspec.structs.replace(data, looks=[*data.looks[:-1], msgspec.structs.replace(
+                data.looks[-1], decision="budget")], stop="budget")
         forged.append(data, expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
 
     result = pw_main("audit", run, "--json")
@@ -122,8 +130,8 @@ def test_audit_replays_how_the_reprofile_was_sized_and_names_a_forged_look(matmu
     checks = {c["name"]: c for c in result.json()["checks"]}
     assert checks["chain"]["ok"] and checks["profiles"]["ok"] and not checks["resolutions"]["ok"]
     detail = checks["resolutions"]["detail"]
-    assert "the reprofile of a no longer stops where it did: look 1" in detail, detail
-    assert "recorded after, but the rule gives resolved" in detail, detail
+    assert "the reprofile of a no longer stops where it did: look " in detail, detail
+    assert "recorded budget, but the rule gives resolved" in detail, detail
 
 
 @pytest.mark.slow
