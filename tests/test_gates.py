@@ -261,6 +261,30 @@ def test_other_operation_regressed_beyond_poisson_band_fails_no_collateral():
     assert gates_of(_with_init(1.6))["no_collateral"].passed
 
 
+def test_rules_sixteen_read_an_operations_regression_run_by_run():
+    """Five profiled runs a side (resolution rule 3 on a noisy campaign): an operation whose summed
+    share rose because one run of five spent far more in it (the host's interference fell there) is
+    within the between-runs band; the same rise in every run is a regression. Rules 15 read the sums
+    alone."""
+    inputs = _with_init(2.5)
+    d, scale = inputs.profile_diff, inputs.analysis["speedup"]
+    init = next(o for o in d.operations if o.id == "init@demo.c")
+    before, after = init.share_before, init.self_after / d.total_after
+    typical = before * scale  # what init costs of the candidate's run if it did not regress
+    one_run = [typical] * 4 + [5 * after - 4 * typical]
+    reference = [before * f for f in (0.98, 1.01, 1.0, 0.99, 1.02)]
+    spiky = replace(inputs, run_shares={"init@demo.c": [reference, one_run]})
+    assert gates_of(spiky)["no_collateral"].passed, gates_of(spiky)["no_collateral"].detail
+    older = {g.name: g for g in evaluate_gates(spiky, rules=15)}["no_collateral"]
+    assert not older.passed and "pooled band" in older.detail
+    everywhere = replace(inputs, run_shares={"init@demo.c": [reference, [after * f for f in (0.98, 1.01, 1.0, 0.99, 1.02)]]})
+    g = gates_of(everywhere)["no_collateral"]
+    assert not g.passed and "init@demo.c" in g.detail, g.detail
+    # One run a side gives no between-runs spread: the summed samples' band alone.
+    single = replace(inputs, run_shares={"init@demo.c": [[before], [after]]})
+    assert not gates_of(single)["no_collateral"].passed
+
+
 def test_exact_metric_uses_a_one_percent_band():
     def ins(id_, v):
         return Operation(id=id_, name=id_, kind="function", module="m", self_metrics={"instructions": v})

@@ -127,11 +127,13 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      reference's running image (rules 13 reject it whatever a campaign says), and under rules 14
 #      an untimed step with its parent's image read as "no timing analysis" (inconclusive) against
 #      the baseline's image. Gates unchanged.
-#  16: the profile-consistency check reads the launcher's report on every profiled run a merged
-#      profile sums (their geometric mean, ``judge._profiled_walls``), as it reads the profile's
-#      total per run (rules 7); rules 5-15 took the latest run's report for all of them. Resolution
-#      rule share-band/3 profiles a noisy campaign's sides several runs each, and one of those runs
-#      slowed by the host failed the check for a profile whose mean agreed.
+#  16: resolution rule share-band/3 profiles a noisy campaign's sides several runs each, and the
+#      gates read those runs as runs: the profile-consistency check takes the geometric mean of the
+#      launcher's reports on every run a merged profile sums (``judge._profiled_walls``), as it
+#      takes the profile's total per run (rules 7; rules 5-15 took the latest run's report for all
+#      of them), and no-collateral's band is at least the between-runs band of an operation's share
+#      (``_between_runs_band``): one of five profiled runs of the honest interchange spent 13% in
+#      put_hex where the others spent 3%, and the summed profile read "put_hex regressed".
 GATE_RULES = 16
 RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
@@ -331,6 +333,9 @@ class GateInputs(_Plain):
     diagnosis: DiagnosisFacts | None = None  # the diagnosis adapter's before/after (no gate reads it)
     profile_consistency: ProfileConsistency | None = None  # rules 5: the profiles are of the timed programs
     resolution: ResolutionFacts | None = None  # sampled reprofiles: how many runs were merged, and why
+    # Rules 16: each checked operation's share of each profiled run that a merged profile sums,
+    # [reference runs, candidate runs] (only where both profiles sum two or more runs).
+    run_shares: dict[str, list[list[float]]] = {}
     # no collateral
     wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
     peak_rss_kb_baseline: list[float] = []
@@ -919,6 +924,20 @@ def _op_band(op: OperationDelta) -> tuple[float, str]:
     return EXACT_RELATIVE_BAND * op.self_before, f"{EXACT_RELATIVE_BAND:.0%} of baseline"
 
 
+def _between_runs_band(shares: list[list[float]] | None, scale: float) -> float | None:
+    """Rules 16: POISSON_SIGMAS standard errors of the difference of an operation's mean share per
+    run (the reference's scaled by the campaign's speedup), from how much its share varied from run
+    to run on each side: a host's interference can fall on one operation in one profiled run (an
+    output routine took 13% of one run of five, 3% of the others), which the binomial band of the
+    summed samples does not see. None with fewer than two runs a side."""
+    if not shares or len(shares) != 2 or min(len(shares[0]), len(shares[1])) < 2:
+        return None
+    import statistics
+
+    var = sum(w**2 * statistics.variance(xs) / len(xs) for w, xs in ((scale, shares[0]), (1.0, shares[1])))
+    return POISSON_SIGMAS * math.sqrt(var)
+
+
 def _no_collateral(i: GateInputs, rules: int) -> GateResult:
     failures, checked = [], []
     d = i.profile_diff
@@ -957,12 +976,16 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
                 else:
                     before, after, band = pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
                                                        (1.0, 1.0))
+                spread_band = _between_runs_band(i.run_shares.get(op.id), scale) if rules >= 16 else None
+                if spread_band is not None and spread_band > band:
+                    band = spread_band
                 if after - before > band:
                     whole = (f", of whole runs the profiles' work covers {st.coverage_before:.0%} and "
                              f"{st.coverage_after:.0%} of" if st is not None else "")
+                    kind = "between-runs band" if spread_band is not None and band == spread_band else "pooled band"
                     regressed.append(f"{op.id} {_g(before)} -> {_g(after)} of the candidate's run time "
                                      f"(shares scaled by the campaign's {_g(scale)}x{whole}; "
-                                     f"+{_g(after - before)} > pooled band {_g(band)})")
+                                     f"+{_g(after - before)} > {kind} {_g(band)})")
                 continue
             if totals is not None and scale is not None:
                 before, after, band = _scaled_pair(op.share_before, op.self_after / d.total_after, scale, totals)

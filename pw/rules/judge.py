@@ -155,7 +155,36 @@ def profiles_needed(envelopes: list[ev.Envelope], cid: str) -> list[str]:
     counters = [f[1].profile_sha256 for f in (s.baseline_counters, s.candidate_counters) if f is not None]
     diagnosis = [f[1].profile_sha256 for f in (s.reference_diagnosis, s.candidate_diagnosis)
                  if f is not None and s.reference_diagnosis is not None]
-    return [s.baseline_profile[1].profile_sha256, s.candidate_profile[1].profile_sha256, *counters, *diagnosis]
+    return [s.baseline_profile[1].profile_sha256, s.candidate_profile[1].profile_sha256, *counters, *diagnosis,
+            *_run_parts(s)]
+
+
+def _run_parts(s: Selection) -> list[str]:
+    """The single-run profiles both merged profiles sum, when each sums two or more (gate rules 16
+    read an operation's share run by run)."""
+    before, after = (list(f[1].parts) if f is not None else [] for f in (s.baseline_profile, s.candidate_profile))
+    return before + after if min(len(before), len(after)) >= 2 else []
+
+
+def _run_shares(s: Selection, profiles: Mapping[str, bytes], diff, rules: int) -> dict[str, list[list[float]]]:
+    """Gate rules 16: each operation no-collateral checks, its share of each profiled run on both
+    sides, in the diff's metric."""
+    parts = _run_parts(s)
+    if rules < 16 or not parts or diff is None:
+        return {}
+    from pw.rules.gates import COLLATERAL_MIN_SHARE
+
+    m = diff.metric
+    checked = [op.id for op in diff.operations
+               if max(op.share_before, op.self_after / diff.total_after if diff.total_after > 0 else 0.0)
+               >= COLLATERAL_MIN_SHARE]
+    sides = []
+    for found in (s.baseline_profile, s.candidate_profile):
+        runs = [decode_profile(profiles[sha]) for sha in found[1].parts]  # type: ignore[index]
+        totals = [float(p.totals.get(m) or math.fsum(o.self_metrics.get(m, 0.0) for o in p.operations)) for p in runs]
+        selves = [{o.id: float(o.self_metrics.get(m, 0.0)) for o in p.operations} for p in runs]
+        sides.append([[own.get(op, 0.0) / t if t > 0 else 0.0 for own, t in zip(selves, totals)] for op in checked])
+    return {op: [sides[0][k], sides[1][k]] for k, op in enumerate(checked)}
 
 
 def _diagnosis_facts(s: Selection, profiles: Mapping[str, bytes]) -> g.DiagnosisFacts | None:
@@ -507,6 +536,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         diagnosis=_diagnosis_facts(s, profiles),
         profile_consistency=_profile_consistency(s, cid, ref, rules) if profile_diff is not None else None,
         resolution=_resolution_facts(s.resolution[1]) if s.resolution else None,
+        run_shares=_run_shares(s, profiles, profile_diff, rules),
         wall_analysis=wall,
         peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],
