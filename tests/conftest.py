@@ -248,8 +248,8 @@ def skip_if_profiles_too_noisy(run: Path, cid: str) -> None:
     timing = [e.data for e in events if isinstance(e.data, ev.TimingRecorded) and cid in e.data.targets][-1]
     cv = max(float(np.std(np.log(timing.samples[label]), ddof=1)) for label in timing.targets)
     if cv > PROFILE_NOISE_CV:
-        pytest.skip(f"the campaign's runs spread {cv:.1%} per run (> {PROFILE_NOISE_CV:.0%}): one profiled run per "
-                    f"side cannot carry the profile gates on this host; pw said proposed ({verdict[-1].reasons[0][:160]})")
+        pytest.skip(f"the campaign's runs spread {cv:.1%} per run (> {PROFILE_NOISE_CV:.0%}): the profiled runs "
+                    f"cannot carry the profile gates on this host; pw said proposed ({verdict[-1].reasons[0][:160]})")
 
 
 TINY_C = """\
