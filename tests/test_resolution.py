@@ -340,12 +340,13 @@ def test_a_futile_loop_takes_no_run_and_replays_under_its_own_rule_only():
     assert five.looks[-1].decision == "resolved" and "futile" not in [lk.decision for lk in five.looks]
 
 
-@pytest.mark.parametrize("spread, floor", [(None, 1), (0.03, 1), (0.05, 1), (0.07, 2), (0.10, 4), (0.14, 8),
-                                           (0.30, 8), (float("nan"), 1)])
+@pytest.mark.parametrize("spread, floor", [(None, 1), (0.03, 1), (0.05, 1), (0.07, 2), (0.10, 4), (0.11, 5),
+                                           (0.14, 5), (0.30, 5), (float("nan"), 1)])
 def test_rule_three_profiles_a_noisy_campaign_several_runs_per_side(spread, floor):
     """The floor makes the mean of a side's profiled runs vary about as one run of a 5% host does;
-    at most half the budget."""
+    at most FLOOR_MAX runs and half the budget."""
     assert rz.min_runs_for(spread, 16) == floor
+    assert rz.min_runs_for(spread, 4) == min(floor, 2)
 
 
 def test_rule_three_grows_a_resolved_profile_to_its_floor_one_side_at_a_time():

@@ -37,7 +37,7 @@ spread. Binomial sampling error is not the only one: on a host whose runs vary b
 profiled run's hotspot share was 10-15 points off the truth (the interference of that run fell on
 the hotspot or on the rest), and an honest 2x interchange read as "explains 116% of the saving",
 "a uniform speedup" or "another operation grew" on CI. The floor is ``(spread / PROFILE_SPREAD)^2``
-runs (at most half of ``max_runs``), the arms' larger standard deviation of log run time in the
+runs (at most FLOOR_MAX and half of ``max_runs``), the arms' larger standard deviation of log run time in the
 campaign: the mean of that many runs varies about as much as one run of a host at PROFILE_SPREAD.
 A quiet host (spread <= 5%) keeps one run per side. Like the rest, it never reads the shrink.
 
@@ -61,8 +61,11 @@ FUTILITY_SLACK = 1.25
 # lies (1 / fraction - 1) * POISSON_SIGMAS sigmas beyond the band.
 RESOLUTION_FRACTION = 0.5
 DECISIONS = ("resolved", "before", "after", "budget", "futile")
-# Rule 3: one profiled run per side is enough where the campaign's runs spread at most this much.
+# Rule 3: one profiled run per side is enough where the campaign's runs spread at most this much,
+# and no floor asks for more than FLOOR_MAX runs a side (a profiled run of matmul-c costs ~2.5 s;
+# in benchmarks/reprofile_resolution.py the gain from 5 to 8 runs is ~0.06 of the pass rate).
 PROFILE_SPREAD = 0.05
+FLOOR_MAX = 5
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,7 +79,7 @@ def min_runs_for(spread: float | None, max_runs: int) -> int:
     time is `spread` (None: not known, one run)."""
     if spread is None or not math.isfinite(spread) or spread <= PROFILE_SPREAD:
         return 1
-    return max(1, min(math.ceil(round((spread / PROFILE_SPREAD) ** 2, 9)), max_runs // 2))
+    return max(1, min(math.ceil(round((spread / PROFILE_SPREAD) ** 2, 9)), max_runs // 2, FLOOR_MAX))
 
 
 class Look(msgspec.Struct, frozen=True, kw_only=True):
