@@ -103,6 +103,24 @@ def test_confirm_without_fresh_launches_no_process(matmul_interchange, tmp_path,
 
 
 @pytest.mark.slow
+def test_a_candidate_is_profiled_on_a_fresh_input_like_a_timed_pairs(matmul_interchange):
+    """Never on the manifest's own argv, which no timed pair runs: a program could tell its
+    profiled runs by it. The baseline keeps the manifest's."""
+    captures = [e.data for e in ledger_events(matmul_interchange) if isinstance(e.data, ev.ProfileCaptured)
+                and e.data.adapter == "perf"]
+    manifest = ["./matmul", "720", "1"]
+
+    def argv(capture) -> list[str]:
+        return capture.command[-3:]
+
+    assert any(argv(c) == manifest for c in captures if c.target == "baseline")
+    mine = [argv(c) for c in captures if c.target == "a" and c.reused_from is None]
+    assert mine and all(a[:2] == ["./matmul", "720"] and a != manifest for a in mine), mine
+    assert not [e for e in ledger_events(matmul_interchange)
+                if isinstance(e.data, ev.FaultRecorded) and e.data.target == "a"]
+
+
+@pytest.mark.slow
 def test_confirm_fresh_runs_a_new_confirmation_campaign(matmul_interchange, tmp_path):
     run = copy_run(matmul_interchange, tmp_path)
     before = of_type(run, ev.TimingRecorded)

@@ -118,3 +118,17 @@ def test_every_patch_here_is_described_in_the_readme():
     for patch in sorted(DATA.glob("*.patch")):
         assert f"`{patch.name}`" in readme, patch.name
     assert any(DATA.glob("*.patch"))
+
+
+@pytest.mark.slow
+def test_a_candidate_that_knows_the_manifests_input_cannot_show_the_profiler_another_program(matmul_template,
+                                                                                            tmp_path):
+    """Session 8's red team: profiled runs used to run `./matmul 720 1`, an input no timed pair
+    runs, and a candidate that switched on seed 1 showed the profiler a hotspot rewrite while every
+    timed run made a non-hotspot saving (verified 1.14x). Profiled on a fresh input like a timed
+    pair's, its profile shows what its timed runs do."""
+    verdict = _evaluate_cheat(matmul_template, tmp_path, "tell", "matmul-seedtell.patch")
+    if verdict["status"] == "inconclusive" or verdict.get("speedup") is None or verdict["speedup"] < 1.0:
+        pytest.skip(f"the campaign did not time the cheat faster on this host: {verdict['reasons'][0][:200]}")
+    assert verdict["status"] != "verified", verdict["reasons"]
+    assert any(r.startswith("gate mechanism:") for r in verdict["reasons"]), verdict["reasons"]

@@ -517,13 +517,14 @@ def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str,
 
     earlier = state.captures.get(f"{target.label}:{adapter}")
     root = earlier.source_root if earlier is not None and earlier.source_root else None
+    argv, expected = profile_input(handle, state, target)
     before = workspace.snapshot(target.build_dir)
     if timed is not None:
         result = reprofile_extra.capture_or_reuse(handle, state, timed, target, adapter, progress, reuse=reuse,
-                                                  source_root=root)
+                                                  source_root=root, argv=argv)
     else:
         result = profiling.capture(state.run.contract, target, adapter, handle.evidence, handle.path / "scratch",
-                                   source_root=root)
+                                   source_root=root, argv=argv)
     if note is not None and result.captured.reused_from is None:
         result = msgspec.structs.replace(result, captured=msgspec.structs.replace(result.captured, build_note=note))
     # Like every timed run (execute.run_once), the profiled run must not leave files in the build
@@ -534,14 +535,41 @@ def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str,
     # The profiled run is checked like a timed one: a program that behaves differently under the
     # profiler (to make its hotspot vanish from the profile) prints something else there.
     seen = output_check.Observed(stdout=result.stdout.decode(errors="replace"), stderr=None, output_file=None)
-    diffs = output_check.differences(state.run.contract, seen, _expected(handle, state.oracles.get(target.label)))
+    diffs = output_check.differences(state.run.contract, seen, expected) if result.captured.reused_from is None else []
     if diffs:
         stream, detail = diffs[0]
+        against = (f"the baseline's output on the same fresh input `{' '.join(argv)}`" if argv is not None
+                   else "its oracle-checked output")
         state = handle.record(state, [ev.FaultRecorded(
             stage="reprofile", target=target.label, failure_class="output-mismatch",
-            message=f"profiled run ({adapter}), {stream}: differs from its oracle-checked output ({detail})",
+            message=f"profiled run ({adapter}), {stream}: differs from {against} ({detail})",
         )])
     return state, result
+
+
+def profile_input(handle: RunHandle, state, target: execute.Target) -> tuple[list[str] | None, output_check.Expected]:
+    """(the argv to profile `target` with, the output its profiled run must print). A candidate
+    is profiled on a fresh input drawn as a timed pair's is (the timed argv with a new secret seed):
+    profiled on the manifest's own argv, which no timed run uses, a program could tell its profiled
+    runs by their input and show the profiler another program (red team, session 8: a non-hotspot
+    saving shown as a hotspot one, verified 1.14x). Its output is then checked against the
+    baseline's, run on the same input without a profiler. The baseline itself, and a workload
+    without a seed generator (whose timed runs use the manifest's argv too), keep the manifest's."""
+    from pw.workload.holdouts import draw_pair_inputs
+
+    own = _expected(handle, state.oracles.get(target.label))
+    contract = state.run.contract
+    if target.label == "baseline":
+        return None, own
+    drawn = draw_pair_inputs(contract, secret_seed(), 1)
+    if not drawn:
+        return None, own
+    argv = list(drawn[0])
+    baseline = ensure_baseline_built(handle, state)
+    out = execute.run_once(contract, baseline, handle.path / "scratch", argv=argv, tag="profile-input")
+    if execute.classify(out) is not None:
+        return None, own  # the baseline fails on it: profile the manifest's input, as before
+    return argv, output_check.Expected(stdout=out.stdout, stderr=None, output_file_sha256=None)
 
 
 def _reprofile_counters(handle: RunHandle, state, target: execute.Target, timeline, progress) -> object:

@@ -39,7 +39,8 @@ def reuse_source(state, timed: Target, adapter: str) -> ev.ProfileCaptured | Non
 
 
 def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: str, progress, *,
-                     reuse: bool = True, source_root: str | None = None) -> profiling.ProfileResult:
+                     reuse: bool = True, source_root: str | None = None,
+                     argv: list[str] | None = None) -> profiling.ProfileResult:
     """``profiled`` (the timed build, or its -g twin) captured with ``adapter``, or ``timed``'s
     byte-identical executable's earlier capture reused; the overhead and the hash recorded either way."""
     from projections.overhead import timed_wall
@@ -51,7 +52,7 @@ def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: st
         progress(f"reprofile with {adapter}: executable identical to {source.target}'s, reusing its profile")
         return profiling.reuse(contract, profiled, source, handle.evidence)
     result = profiling.capture(contract, profiled, adapter, handle.evidence, handle.path / "scratch",
-                               source_root=source_root)
+                               source_root=source_root, argv=argv)
     return profiling.measured(result, timed_wall(state.timings, timed.label, contract.metric.kind), exe)
 
 

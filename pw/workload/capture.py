@@ -53,9 +53,11 @@ def sandbox_prefix(contract: Contract, target: Target, cwd: Path, out_dir: Path,
 
 def capture(
     contract: Contract, target: Target, adapter_name: str, evidence: EvidenceStore, scratch: Path,
-    focus: tuple[str, int] | None = None, source_root: str | None = None,
+    focus: tuple[str, int] | None = None, source_root: str | None = None, argv: list[str] | None = None,
 ) -> ProfileResult:
     """``focus`` (operation name, launch count) narrows adapters that filter (ncu: one kernel).
+    ``argv``: the command line to profile, when not the manifest's (a fresh input drawn like a timed
+    pair's, so that the program cannot tell its profiled run by its input).
     ``source_root``: the build tree the binary's debug paths refer to, when not ``target.build_dir``
     (another run of a target profiled before, in a run directory copied since: its binary still
     names the tree it was built in, and its profiles must line up with the earlier ones)."""
@@ -70,7 +72,7 @@ def capture(
     from pw.workload.steps import base_env, confine_for
 
     req = CaptureRequest(
-        argv=list(contract.run.argv),
+        argv=list(argv if argv is not None else contract.run.argv),
         cwd=str(cwd.resolve()),
         out_dir=str(out_dir.absolute()),  # the tool writes there from the program's cwd
         label=target.label,
