@@ -106,7 +106,7 @@ def main() -> int:
         pw("prepare", str(run), "--candidate", f"{cid}:baseline:{args.patch} (changes nothing)")
         subprocess.run(["patch", "-p1", "-s", "-i", str(patch)], cwd=run / "candidates" / cid / "src", check=True)
         marked = run / "candidates" / cid / "src" / source
-        marked.write_text(marked.read_text() + f"\nint pw_real_aa_unread_marker = {k + 1};  /* nonzero: in .data (a zero one sits in .bss, whose bytes are not in the image) */\n")
+        marked.write_text(marked.read_text() + f"\nint pw_real_aa_unread_marker = {k + 1};  /* nonzero: in .data (a zero one went to .bss and left series-c's image as it was) */\n")
         out = pw("evaluate", str(run), cid, "--max-pairs", str(args.max_pairs))
         stop, reason, logs, delayed = campaign_of(run, cid, cpus)
         sd = float(np.std(logs, ddof=1)) if len(logs) > 1 else float("nan")

@@ -65,3 +65,29 @@ def test_objects_archives_and_sources_are_not_the_image_but_scripts_are(tmp_path
 def test_a_tree_without_an_executable_has_no_image(tmp_path):
     (tmp_path / "prog.py").write_text("print(1)\n")
     assert image_digest(tmp_path, ["prog.py"]) is None
+
+
+def test_a_source_no_executable_was_built_from_is_read_at_run_time_and_is_the_image(tmp_path):
+    """Session 8's red team: a harness that compiles kernel.c at run time reads it, so an edit of
+    kernel.c changes what runs while every ELF of the tree stays the same; sources were left out by
+    their suffix, and an honest 1.6x rewrite of the kernel was rejected as no effect."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    files_a, files_b = _build(a, SOURCE), _build(b, SOURCE)
+    (a / "kernel.c").write_text("double k(double x) { return x * 2; }\n")
+    (b / "kernel.c").write_text("double k(double x) { return x + x; }\n")
+    assert image_digest(a, files_a + ["kernel.c"]) != image_digest(b, files_b + ["kernel.c"])
+    # prog.c is named by the program (its STT_FILE symbol and its debug info): left out as before.
+    (b / "kernel.c").write_text((a / "kernel.c").read_text())
+    (b / "prog.c").write_text("/* edited after the build */\n" + SOURCE)
+    assert image_digest(a, files_a + ["kernel.c"]) == image_digest(b, files_b + ["kernel.c"])
+
+
+def test_without_debug_info_the_symbol_table_names_the_compiled_source_and_stripped_it_is_hashed(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    files_a = _build(a, SOURCE, flags=("-O2",))
+    files_b = _build(b, "/* a comment */\n" + SOURCE, flags=("-O2",))
+    assert image_digest(a, files_a) == image_digest(b, files_b)  # STT_FILE prog.c, no -g needed
+    for root in (a, b):
+        subprocess.run(["strip", "prog"], cwd=root, check=True)
+    # Stripped, nothing says prog.c was compiled: it might be read, so it is hashed (never a false no-op).
+    assert image_digest(a, files_a) != image_digest(b, files_b)

@@ -9,8 +9,13 @@ the built tree, in path order:
   and contents of every section loaded into memory (``SHF_ALLOC``), notes excepted (the GNU build id
   hashes the debug info too); debug info, symbol tables and comments are not loaded;
 - an ELF relocatable or an ``ar`` archive (objects, static libraries): nothing, they are linked, not run;
-- a source or header of a compiled language (``COMPILED_SUFFIXES``): nothing, it is compiled, not read;
-- any other file (scripts, Python, data, manifests): its whole contents.
+- a source or header of a compiled language (``COMPILED_SUFFIXES``) that an executable or shared
+  object of the tree names as built from it (an ``STT_FILE`` symbol, a DWARF compile unit or line
+  table file): nothing, it was compiled, and what it compiled to is hashed above;
+- any other file (scripts, Python, data, manifests, and a source no executable names): its whole
+  contents. A program that compiles a kernel's source at run time (a harness that runs `cc` on
+  kernel.c and loads it, NVRTC reading a .cu) reads that source: session 8's red team had an honest
+  1.6x rewrite of such a kernel.c rejected as "no effect" while sources were skipped by suffix.
 
 A tree without an ELF executable or shared object has no image (None): an interpreted program's
 sources are what runs, and a comment in them is a change of the file.
@@ -36,8 +41,34 @@ _ELF_MAGIC = b"\x7fELF"
 _AR_MAGIC = b"!<arch>\n"
 
 
-def _loaded_digest(path: Path) -> tuple[str, str] | None:
-    """("exe" or "link", digest of what is loaded) for an ELF file or archive; None for any other file."""
+def _sources_named(elf: ELFFile) -> set[str]:
+    """The base names of the source files an ELF says it was built from: its ``STT_FILE`` symbols
+    (kept without -g, gone when stripped) and, with debug info, its compile units and the files
+    of their line tables (headers included)."""
+    names: set[str] = set()
+    symtab = elf.get_section_by_name(".symtab")
+    if symtab is not None and hasattr(symtab, "iter_symbols"):
+        names |= {Path(sym.name).name for sym in symtab.iter_symbols()
+                  if sym["st_info"]["type"] == "STT_FILE" and sym.name}
+    if elf.has_dwarf_info():
+        dwarf = elf.get_dwarf_info()
+        for cu in dwarf.iter_CUs():
+            top = cu.get_top_DIE().attributes.get("DW_AT_name")
+            if top is not None:
+                names.add(Path(_text(top.value)).name)
+            program = dwarf.line_program_for_CU(cu)
+            for entry in (program.header.get("file_entry", []) if program is not None else []):
+                names.add(Path(_text(entry.name)).name)
+    return names
+
+
+def _text(value) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _loaded_digest(path: Path, named: set[str]) -> tuple[str, str] | None:
+    """("exe" or "link", digest of what is loaded) for an ELF file or archive, adding the sources
+    an executable names to ``named``; None for any other file."""
     with path.open("rb") as f:
         magic = f.read(8)
         if magic.startswith(_AR_MAGIC):
@@ -58,6 +89,10 @@ def _loaded_digest(path: Path) -> tuple[str, str] | None:
                 data = b"" if stype == "SHT_NOBITS" else section.data()
                 h.update(f"{section.name} {section['sh_addr']} {section['sh_size']} {stype}\n".encode())
                 h.update(hashlib.sha256(data).digest())
+            try:
+                named |= _sources_named(elf)
+            except (ELFError, ValueError, KeyError, IndexError, AttributeError):
+                pass  # unreadable debug info names nothing: the sources are hashed whole
             return "exe", h.hexdigest()
         except (ELFError, ValueError, KeyError, OSError):
             return None  # not an ELF file we can read: hashed whole, as any other file
@@ -66,19 +101,19 @@ def _loaded_digest(path: Path) -> tuple[str, str] | None:
 def image_digest(root: Path, files: list[str]) -> str | None:
     """The running image's sha256 over ``files`` (relative to ``root``), or None without an
     executable or shared object among them (module docstring)."""
+    named: set[str] = set()
+    loaded = {rel: _loaded_digest(root / rel, named) for rel in sorted(files)}
+    if not any(found is not None and found[0] == "exe" for found in loaded.values()):
+        return None
     h = hashlib.sha256()
-    executables = 0
-    for rel in sorted(files):
+    for rel, found in loaded.items():
         path = root / rel
-        loaded = _loaded_digest(path)
-        if loaded is not None:
-            kind, digest = loaded
-            if kind == "link":
-                continue
-            executables += 1
-            h.update(f"{rel}\0exe {digest}\n".encode())
-        elif path.suffix in COMPILED_SUFFIXES:
+        if found is not None:
+            kind, digest = found
+            if kind == "exe":
+                h.update(f"{rel}\0exe {digest}\n".encode())
+        elif path.suffix in COMPILED_SUFFIXES and path.name in named:
             continue
         else:
             h.update(f"{rel}\0{file_sha256(path)}\n".encode())
-    return h.hexdigest() if executables else None
+    return h.hexdigest()
