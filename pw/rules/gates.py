@@ -134,8 +134,18 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      of them), and no-collateral's band is at least the between-runs band of an operation's share
 #      (``_between_runs_band``): one of five profiled runs of the honest interchange spent 13% in
 #      put_hex where the others spent 3%, and the summed profile read "put_hex regressed".
-GATE_RULES = 16
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+#  17: a region-of-interest metric: the time outside the region may not grow (``OutsideRoi``, in
+#      no-collateral): the seconds a candidate saves inside the timed region must be saved by the
+#      whole process. Session 8's red team had particles-aos-c verified 3.0-3.2x by moving work to
+#      before the timer, and by defining clock_gettime in the editable file so that the harness's
+#      timer ran 2.2x slow; both stayed under the Amdahl ceiling, while the whole process was
+#      1.25-1.28x faster and the time outside the region grew by about a quarter of a run.
+GATE_RULES = 17
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
+# Rules 17: the time outside the region of interest may grow by at most this share of the
+# baseline's whole run before the growth counts (an honest rewrite of the region can move a little
+# cost: allocation, cache warmth), and only when the growth's 95% interval lies above it.
+OUTSIDE_ROI_SLACK = 0.02
 # Rules 3: the rest of the program may fall by at most this power of the hotspot's own factor
 # (half of it in log terms) before the speedup counts as uniform, a change of conditions (build
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
@@ -265,6 +275,20 @@ class ProfileConsistency(_Plain):
     candidate_profile_runs: int = 1
 
 
+class OutsideRoi(_Plain):
+    """Rules 17, a region-of-interest metric: per timed pair, the whole-process seconds outside the
+    region (the launcher's wall time less the region's), candidate less baseline; its mean and
+    95% t-interval over the campaign's pairs, and the baseline's median whole run."""
+
+    pairs: int
+    growth_mean_s: float
+    growth_low_s: float
+    growth_high_s: float
+    baseline_outside_median_s: float
+    candidate_outside_median_s: float
+    baseline_wall_median_s: float
+
+
 class ResolutionFacts(_Plain):
     """How the reprofile was sized (``ReprofileResolved``): its stop (resolved, budget, futile, not-needed),
     the profiled runs merged on each side, the budget, and the samples per profile it asked for."""
@@ -338,6 +362,7 @@ class GateInputs(_Plain):
     run_shares: dict[str, list[list[float]]] = {}
     # no collateral
     wall_analysis: dict[str, Any] | None = None  # whole-process time, when the timed metric is an ROI
+    outside_roi: OutsideRoi | None = None  # rules 17: the time outside the region of interest, per pair
     peak_rss_kb_baseline: list[float] = []
     peak_rss_kb_candidate: list[float] = []
     # reproducible
@@ -1009,6 +1034,18 @@ def _no_collateral(i: GateInputs, rules: int) -> GateResult:
             failures.append(f"whole-process time slower: {_speedup_text(w)}")
         else:
             checked.append(f"whole-process time {w.get('verdict')}")
+    o = i.outside_roi
+    if rules >= 17 and o is not None:
+        limit = OUTSIDE_ROI_SLACK * o.baseline_wall_median_s
+        text = (f"the time outside the region of interest {_g(o.baseline_outside_median_s)} -> "
+                f"{_g(o.candidate_outside_median_s)} s per run (growth {_g(o.growth_mean_s)} s, 95% CI "
+                f"{_g(o.growth_low_s)} to {_g(o.growth_high_s)}, over {o.pairs} pairs)")
+        if o.growth_low_s > limit:
+            failures.append(f"{text}: more than {OUTSIDE_ROI_SLACK:.0%} of the baseline's whole run "
+                            f"({_g(limit)} s): the region's saving is not the program's (work moved out of "
+                            "the timed region, or the region's clock is not the one the program runs by)")
+        else:
+            checked.append(text)
     rb, rc = i.peak_rss_kb_baseline, i.peak_rss_kb_candidate
     if not rb or not rc:
         failures.append("peak memory not recorded for both arms")

@@ -377,6 +377,27 @@ def _profile_consistency(s: Selection, cid: str, ref: str, rules: int = g.GATE_R
     )
 
 
+def _outside_roi(timing: ev.TimingRecorded, ref: str, cid: str) -> g.OutsideRoi | None:
+    """Gate rules 17: per pair, the candidate's whole-process seconds outside the region of interest
+    less the baseline's (None without the launcher's wall time for every run, or under 3 pairs)."""
+    import numpy as np
+
+    from pw.stats.paired import t_interval_log
+
+    walls = [timing.samples.get(f"{label}:wall_s") or [] for label in (ref, cid)]
+    rois = [timing.samples.get(label) or [] for label in (ref, cid)]
+    n = len(rois[0])
+    if n < 3 or any(len(x) != n for x in (*walls, rois[1])):
+        return None
+    outside = [np.asarray(w, dtype=float) - np.asarray(r, dtype=float) for w, r in zip(walls, rois)]
+    mean, _sd, low, high = t_interval_log(outside[1] - outside[0], 0.95)
+    return g.OutsideRoi(pairs=n, growth_mean_s=round(float(mean), 9), growth_low_s=round(float(low), 9),
+                        growth_high_s=round(float(high), 9),
+                        baseline_outside_median_s=round(float(np.median(outside[0])), 9),
+                        candidate_outside_median_s=round(float(np.median(outside[1])), 9),
+                        baseline_wall_median_s=round(float(np.median(walls[0])), 9))
+
+
 def _profiled_walls(s: Selection, profile: Found, latest: ev.ProfileCaptured) -> tuple[bool, float | None]:
     """Gate rules 16: (launched, the geometric mean of the launcher's wall-clock reports) over every
     profiled run a merged profile sums; its total per run is compared with them. Under rules 5-15
@@ -538,6 +559,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         resolution=_resolution_facts(s.resolution[1]) if s.resolution else None,
         run_shares=_run_shares(s, profiles, profile_diff, rules),
         wall_analysis=wall,
+        outside_roi=_outside_roi(timing[1], ref, cid) if timing and contract.metric.kind == "roi" and rules >= 17
+        else None,
         peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
         peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],
         repro=g.Repro(
