@@ -173,19 +173,23 @@ def climbed_run(tmp_path_factory) -> Path:
     (wl / "Makefile").write_text("hot: hot.c\n\tcc -O1 -o hot hot.c\n")
     (wl / "reference").mkdir()
     (wl / "reference" / "stdout.txt").write_text(f"sum {sum(i % 7 for i in range(7)) * (14000000 // 7)}\n")
+    (wl / "notes.txt").write_text("what the next idea is\n")  # in the tree, read by nothing
     (wl / "profileweaver.json").write_text(json.dumps({
-        "version": 1, "name": "hot", "source": {"editable": ["hot.c"]},
+        "version": 1, "name": "hot", "source": {"editable": ["hot.c", "notes.txt"]},
         "build": [{"argv": ["make"], "timeout_s": 60}], "run": {"argv": ["./hot"], "timeout_s": 20},
         "oracle": {"kind": "stdout", "reference": "reference/stdout.txt"},
         "sampling": {"max_pairs": 12},
     }))
     run = start_run(wl, root / "runs")
     assert pw_main("prepare", run, "--candidate", "same:baseline:comment only",
-                   "--candidate", "blocked:baseline:fewer instructions per element").code == 0
+                   "--candidate", "notes:baseline:a note", "--candidate",
+                   "blocked:baseline:fewer instructions per element").code == 0
     # a comment at the end of a line: no line moves, the executable compiles to the same bytes
     (run / "candidates" / "same" / "src" / "hot.c").write_text(HOT_C.replace("return 0;", "return 0; /* same */"))
+    # the same executable, another file in the tree: another running image, so it is timed
+    (run / "candidates" / "notes" / "src" / "notes.txt").write_text("a note nobody reads\n")
     (run / "candidates" / "blocked" / "src" / "hot.c").write_text(BLOCKED_C)
-    for cid in ("same", "blocked"):
+    for cid in ("same", "notes", "blocked"):
         assert pw_main("evaluate", run, cid, "--json").code in (0, 1)
     return run
 
@@ -202,8 +206,9 @@ def test_routing_climbs_each_rung_that_cannot_answer_and_records_why(climbed_run
     assert [c["chosen"] for c in doc["climbs"]] == ["callgrind", "callgrind-cachesim"]
     shown = pw_main("inspect", climbed_run, "--section", "routing", "--json").json()
     assert "callgrind-cachesim" in json.dumps(shown) and "sampling noise" in json.dumps(shown)
-    # every real capture recorded its overhead against the uninstrumented timed wall
-    baseline = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "baseline"]
+    # every capture of `pw start` recorded its overhead against the uninstrumented timed wall (a
+    # noisy campaign's reprofile adds baseline perf runs after them: resolution rule 3's floor)
+    baseline = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "baseline"][:3]
     assert [c.adapter for c in baseline] == ["perf", "callgrind", "callgrind-cachesim"]
     for c in baseline:
         assert c.timed_wall_s and c.overhead == pytest.approx(c.wall_s / c.timed_wall_s, rel=1e-2)
@@ -214,27 +219,39 @@ def test_routing_climbs_each_rung_that_cannot_answer_and_records_why(climbed_run
 @pytest.mark.slow
 def test_an_identical_executable_reuses_the_profile_by_hash_and_is_no_effect(climbed_run):
     events = ledger_events(climbed_run)
-    same = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "same"]
-    base = {e.data.adapter: e.data for e in events if isinstance(e.data, ev.ProfileCaptured)
-            and e.data.target == "baseline"}
-    assert {c.adapter for c in same} == {"perf", "callgrind-cachesim"}
-    for c in same:  # no profiler ran: the baseline's raw evidence, recorded as reuse
+    base: dict[str, ev.ProfileCaptured] = {}
+    for e in events:  # pw start's captures (a noisy campaign's reprofile may add baseline perf runs)
+        if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "baseline":
+            base.setdefault(e.data.adapter, e.data)
+    notes = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "notes"]
+    reused = [c for c in notes if c.reused_from is not None]
+    assert {c.adapter for c in reused} == {"perf", "callgrind-cachesim"}, notes
+    for c in reused:  # no profiler ran: the baseline's raw evidence, recorded as reuse
         assert c.reused_from == "baseline" and c.overhead is None
         assert c.executable_sha256 == base[c.adapter].executable_sha256 and c.artifacts == base[c.adapter].artifacts
-    verdict = next(e.data for e in reversed(events) if isinstance(e.data, ev.VerdictReached) and e.data.id == "same")
+    verdict = next(e.data for e in reversed(events) if isinstance(e.data, ev.VerdictReached) and e.data.id == "notes")
     assert verdict.status != "verified", verdict
+    # The comment-only candidate loads the baseline's image: not timed, not profiled, no effect.
+    same = next(e.data for e in reversed(events) if isinstance(e.data, ev.VerdictReached) and e.data.id == "same")
+    assert same.status == "rejected" and "same running image" in same.reasons[0], same
+    assert not [e for e in events if isinstance(e.data, (ev.ProfileCaptured, ev.TimingRecorded))
+                and getattr(e.data, "target", None) == "same" or isinstance(e.data, ev.TimingRecorded)
+                and "same" in e.data.targets]
     report = (climbed_run / "report.md").read_text()
     assert "Profile evidence reused (byte-identical executable): callgrind-cachesim from baseline, perf from baseline" \
-        in report
+        in report, report
     assert pw_main("audit", climbed_run).code == 0
 
 
 @pytest.mark.slow
 def test_a_changed_candidate_is_reprofiled_with_the_diagnosis_adapter_too(climbed_run):
     events = ledger_events(climbed_run)
-    caps = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked"]
-    assert [c.adapter for c in caps] == ["perf", "callgrind-cachesim"]
-    assert all(c.reused_from is None and c.overhead for c in caps)
+    caps: dict[str, ev.ProfileCaptured] = {}
+    for e in events:  # each adapter's first capture (rule 3's floor may add perf runs)
+        if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked":
+            caps.setdefault(e.data.adapter, e.data)
+    assert list(caps) == ["perf", "callgrind-cachesim"]
+    assert all(c.reused_from is None and c.overhead for c in caps.values())
     gates = next(e.data for e in reversed(events) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == "blocked")
     d = gates.inputs["diagnosis"]
     assert d["adapter"] == "callgrind-cachesim" and d["metric"] == "instructions" and not d["reused"]
@@ -266,15 +283,17 @@ def test_confirm_fresh_runs_the_profiler_instead_of_reusing(climbed_run, tmp_pat
     from tests.conftest import copy_run
 
     run = copy_run(climbed_run, tmp_path)
-    # 'same' reused the baseline's profiles (the same executable), and is therefore a no-op: rejected
-    # as no effect (gate rules 13), so there is nothing to confirm, and pw says why in one line.
+    # 'same' loads the baseline's running image: rejected as no effect untimed (gate rules 13, 15),
+    # so there is nothing to confirm, and pw says why in one line.
     refused = pw_main("confirm", run, "same", "--fresh", "--json")
     assert refused.code == 2 and "same running image" in refused.err and "nothing to confirm" in refused.err, refused
     before = [e.seq for e in ledger_events(run) if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked"]
     assert pw_main("confirm", run, "blocked", "--fresh", "--json").code in (0, 1)
     events = ledger_events(run)
-    last = {e.data.adapter: e.data for e in events
-            if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked" and e.seq > max(before)}
-    assert "perf" in last, last
-    assert all(c.reused_from is None and c.overhead for c in last.values()), last
+    first: dict[str, ev.ProfileCaptured] = {}
+    for e in events:  # each adapter's first capture of the confirmation (rule 3's floor may add perf runs)
+        if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked" and e.seq > max(before):
+            first.setdefault(e.data.adapter, e.data)
+    assert "perf" in first, first
+    assert all(c.reused_from is None and c.overhead for c in first.values()), first
     assert pw_main("audit", run).code == 0
