@@ -51,11 +51,11 @@ def particles_template(tmp_path_factory) -> Path:
     return start_run(WORKLOADS / "particles-aos-c", tmp_path_factory.mktemp("particles-started"))
 
 
-def _evaluate_cheat(template: Path, tmp_path: Path, cid: str, patch: str) -> dict:
+def _evaluate_cheat(template: Path, tmp_path: Path, cid: str, patch: str, *extra: str) -> dict:
     run = copy_run(template, tmp_path)
     assert pw_main("prepare", run, "--candidate", f"{cid}:baseline:transaction-waste").code == 0
     apply_patch(run / "candidates" / cid / "src", DATA / patch)
-    result = pw_main("evaluate", run, cid, "--json")
+    result = pw_main("evaluate", run, cid, "--json", *extra)
     assert result.code in (0, 1), result
     verdict = result.json()
     skip_if_host_busy(verdict)  # inconclusive on a loaded machine: neither verified nor what a test asks
@@ -127,7 +127,7 @@ def test_a_candidate_that_knows_the_manifests_input_cannot_show_the_profiler_ano
     runs, and a candidate that switched on seed 1 showed the profiler a hotspot rewrite while every
     timed run made a non-hotspot saving (verified 1.14x). Profiled on a fresh input like a timed
     pair's, its profile shows what its timed runs do."""
-    verdict = _evaluate_cheat(matmul_template, tmp_path, "tell", "matmul-seedtell.patch")
+    verdict = _evaluate_cheat(matmul_template, tmp_path, "tell", "matmul-seedtell.patch", "--max-pairs", "20")
     if verdict["status"] == "inconclusive" or verdict.get("speedup") is None or verdict["speedup"] < 1.0:
         pytest.skip(f"the campaign did not time the cheat faster on this host: {verdict['reasons'][0][:200]}")
     assert verdict["status"] != "verified", verdict["reasons"]
