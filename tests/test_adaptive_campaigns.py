@@ -64,9 +64,14 @@ def test_a_large_effect_stops_at_the_minimum_and_says_why(matmul_interchange):
     looks = [lk.n_pairs for lk in record.looks]
     assert (record.looks[-1].reason, record.stop) == ("faster", "decided")
     assert looks == list(range(5, looks[-1] + 1, 2)) and len(timing.samples["a"]) == looks[-1]
-    # About 2x: on a quiet host the first look (the 5-pair minimum) decides; a loaded one may need a block more.
-    if _baseline_cv(matmul_interchange) <= 0.05:
-        assert looks == [5], looks
+    # About 2x: the first look (the 5-pair minimum) decides when its pairs spread at most 10% (about
+    # 100% of simulated 1.9x campaigns do, pw.stats.adaptive); a loaded host may need a block more.
+    # (Not `pw start`'s CV: CI measured 3.5% there and then 22.5% per pair in this campaign.)
+    import numpy as np
+
+    first = np.log(np.array(timing.samples["baseline"][:5]) / np.array(timing.samples["a"][:5]))
+    if float(np.std(first, ddof=1)) <= 0.10:
+        assert looks == [5], (looks, first)
     assert looks[-1] <= 9, looks
     evaluated = next(e.data for e in ledger_events(matmul_interchange) if isinstance(e.data, ev.CandidateEvaluated))
     assert evaluated.analysis["campaign"]["stop"] == "decided"
