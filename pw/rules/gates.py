@@ -957,8 +957,6 @@ def _between_runs_band(shares: list[list[float]] | None, scale: float) -> float 
     summed samples does not see. None with fewer than two runs a side."""
     if not shares or len(shares) != 2 or min(len(shares[0]), len(shares[1])) < 2:
         return None
-    import statistics
-
     var = sum(w**2 * statistics.variance(xs) / len(xs) for w, xs in ((scale, shares[0]), (1.0, shares[1])))
     return POISSON_SIGMAS * math.sqrt(var)
 
