@@ -14,6 +14,7 @@ import pytest
 
 from ledger import events as ev
 from pw.rules.gates import GATE_NAMES
+from pw.rules.judge import baseline_shift_reason
 from tests.conftest import WORKLOADS, apply_patch, copy_run, ledger_events, pw_main, reforge_ledger
 
 BUNDLED = WORKLOADS / "matmul-c" / "candidates"
@@ -130,12 +131,20 @@ def test_confirm_fresh_runs_a_new_confirmation_campaign(matmul_interchange, tmp_
     assert out["launched"] is True and out["fresh"] is True
     after = of_type(run, ev.TimingRecorded)
     new = after[len(before):]
-    assert [t.purpose for t in new] == ["confirmation"]
+    # A campaign whose baseline ran slower than when it was last timed alone is followed by the
+    # baseline timed alone again (`evaluate.recheck_baseline`): on a noisy host, a second timing.
+    purposes = [t.purpose for t in new]
+    assert purposes in (["confirmation"], ["confirmation", "baseline-variance"]), purposes
     assert new[0].targets == ["baseline", "a"] and len(new[0].samples["a"]) >= 5
+    if len(new) == 2:
+        reference = [t for t in before if t.purpose == "baseline-variance"][-1]
+        assert baseline_shift_reason(reference, new[0]) is not None
+        assert new[1].targets == ["baseline"]
     confirmed = of_type(run, ev.WinnerConfirmed)
     assert len(confirmed) == 1 and confirmed[0].fresh is True
     # The confirmation is judged on the new samples, not the screening ones.
-    seqs = [e.seq for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded)]
+    seqs = [e.seq for e in ledger_events(run)
+            if isinstance(e.data, ev.TimingRecorded) and e.data.purpose == "confirmation"]
     assert confirmed[0].timing_seq == seqs[-1]
     assert out["status"] == confirmed[0].status
 
