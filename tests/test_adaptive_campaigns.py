@@ -11,7 +11,14 @@ import pytest
 from ledger import events as ev
 from pw.rules.resolution import min_runs_for
 from pw.rules.verdict import reach_verdict
-from tests.conftest import SAME_SPEED_TINY_C, copy_run, ledger_events, pw_main, skip_if_host_busy
+from tests.conftest import (
+    SAME_SPEED_TINY_C,
+    copy_run,
+    ledger_events,
+    pw_main,
+    skip_if_machine_changed,
+    skip_if_profiles_too_noisy,
+)
 
 
 def _analysis(verdict: str, **campaign) -> dict:
@@ -72,7 +79,11 @@ def test_a_large_effect_stops_at_the_minimum_and_says_why(matmul_interchange):
     first = np.log(np.array(timing.samples["baseline"][:5]) / np.array(timing.samples["a"][:5]))
     if float(np.std(first, ddof=1)) <= 0.10:
         assert looks == [5], (looks, first)
-    assert looks[-1] <= 9, looks
+    # Within two blocks of the minimum while its pairs spread at most 25% (at 35%, about one 1.9x
+    # campaign in eight needs more, and a 40%-spread CI host was seen); decided in any case.
+    pairs = np.log(np.array(timing.samples["baseline"]) / np.array(timing.samples["a"]))
+    if float(np.std(pairs, ddof=1)) <= 0.25:
+        assert looks[-1] <= 9, (looks, pairs)
     evaluated = next(e.data for e in ledger_events(matmul_interchange) if isinstance(e.data, ev.CandidateEvaluated))
     assert evaluated.analysis["campaign"]["stop"] == "decided"
     # the reported interval is the anytime-valid one, never narrower than the fixed t-interval
@@ -256,7 +267,7 @@ def assert_noop_is_no_effect(run: Path, cid: str, out: dict) -> None:
     the SD well below 3.6%."""
     assert not any("same running image" in r for r in out["reasons"]), out  # the campaign decides here
     if out["stop"] != "margin":
-        _campaign_quiet_enough(run, cid, out, sd_max=0.03)
+        _campaign_quiet_enough(run, cid, out, sd_max=0.03, any_outcome=True)
     assert out["status"] == "rejected", out
     assert out["stop"] == "margin", out
     assert out["reasons"][0].startswith("no-effect: speedup within ±2%"), out["reasons"]
@@ -275,13 +286,15 @@ def assert_same_image_is_not_timed(run: Path, cid: str, out: dict) -> None:
     assert pw_main("audit", run).code == 0
 
 
-def _campaign_quiet_enough(run: Path, cid: str, out: dict, sd_max: float = 0.03 * 2 ** 0.5) -> None:
+def _campaign_quiet_enough(run: Path, cid: str, out: dict, sd_max: float = 0.03 * 2 ** 0.5, *,
+                           any_outcome: bool = False) -> None:
     """Skip, saying why, when the campaign itself ran noisier than a ±2% claim allows (the host's
     load changed after `pw start` measured it): the SD of the campaign's per-pair log ratios, which
-    is sqrt(2) times the run-to-run CV for independent arms."""
+    is sqrt(2) times the run-to-run CV for independent arms. Only an inconclusive or budget-spent
+    campaign is skipped, unless `any_outcome` (a no-op that a noise streak timed faster or slower)."""
     import numpy as np
 
-    if out["status"] != "inconclusive" and out.get("stop") != "budget":
+    if not any_outcome and out["status"] != "inconclusive" and out.get("stop") != "budget":
         return
     timing = [e.data for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded) and cid in e.data.targets]
     base = [x for t in timing for x in t.samples[t.targets[0]]]
@@ -321,8 +334,9 @@ def test_a_small_real_effect_is_verified_without_touching_sampling_pairs(matmul_
     assert started.contract.sampling.pairs == 5
     out = _judged_with_more(run, "q")
     _campaign_quiet_enough(run, "q", out)
-    skip_if_host_busy(out)
+    skip_if_machine_changed(out)
     assert out["stop"] == "decided", out  # the statistics decided, within the default budget
+    skip_if_profiles_too_noisy(run, "q")
     assert out["status"] == "verified", out
     assert out["speedup"] > 1.02, out
     # The reprofile grew until the share band resolved the saving (one run of each side was not
@@ -339,7 +353,9 @@ def test_a_small_real_effect_is_verified_without_touching_sampling_pairs(matmul_
     assert (sum(o["samples_before"] for o in ops), sum(o["samples_after"] for o in ops)) == \
         (last.samples_before, last.samples_after)
     merged = [e.data for e in ledger_events(run) if isinstance(e.data, ev.ProfileNormalized) and e.data.parts]
-    assert {m.target for m in merged} <= {"baseline", "q"} and merged, merged
+    assert {m.target for m in merged} <= {"baseline", "q"}, merged
+    if last.runs_before + last.runs_after > 2:  # one run a side merges nothing
+        assert merged, sized
     audit = pw_main("audit", run, "--json")
     assert audit.code == 0, audit
     assert {c["name"]: c["ok"] for c in audit.json()["checks"]}["resolutions"] is True

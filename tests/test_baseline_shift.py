@@ -52,10 +52,12 @@ def test_a_shift_makes_a_faster_candidate_inconclusive_but_not_a_rejected_one():
 SLOWDOWN = 2.5
 
 
-def _campaign_with_slow_baseline(run, recheck_factor: float | None):
+def _campaign_with_slow_baseline(run, recheck: str | None):
     """The verified interchange run up to its judgement, its campaign's baseline samples made 2.5x
-    slower (far enough that the `pw start` timing of a loaded machine, 14% CV, never overlaps them); then, if `recheck_factor` is given, the baseline timed alone after the campaign at that
-    factor of its `pw start` timing (any real recheck of that run is dropped)."""
+    slower (far enough that the `pw start` timing of a loaded machine, 14% CV, never overlaps them);
+    then, if `recheck` is given, the baseline timed alone after the campaign (any real recheck of
+    that run is dropped): "fast", its `pw start` timing again; "slow", as slow as in the campaign
+    (its slowed samples, as many as `pw start` took)."""
     events = ledger_events(run)
     cut = next(i for i, e in enumerate(events) if isinstance(e.data, ev.CandidateEvaluated) and e.data.id == "a")
     start_timing = next(e.data for e in events if isinstance(e.data, ev.TimingRecorded)
@@ -70,9 +72,10 @@ def _campaign_with_slow_baseline(run, recheck_factor: float | None):
             samples = dict(d.samples, baseline=[x * SLOWDOWN for x in d.samples["baseline"]])
             e = msgspec.structs.replace(e, data=msgspec.structs.replace(d, samples=samples))
             prefix.append(e)
-            if recheck_factor is not None:
-                again = dict(start_timing.samples,
-                             baseline=[x * recheck_factor for x in start_timing.samples["baseline"]])
+            if recheck is not None:
+                n = len(start_timing.samples["baseline"])
+                again = dict(start_timing.samples, baseline=list(start_timing.samples["baseline"]) if recheck == "fast"
+                             else sorted(samples["baseline"])[len(samples["baseline"]) // 2 - n // 2:][:n])
                 prefix.append(msgspec.structs.replace(e, data=msgspec.structs.replace(start_timing, samples=again)))
             continue
         prefix.append(e)
@@ -86,7 +89,7 @@ def test_a_sabotaged_baseline_in_a_real_campaign_gives_inconclusive(matmul_inter
     the campaign as fast as at pw start: rules 3 say inconclusive, naming the shift; the rules it was
     judged by before (2) verified it."""
     evidence = EvidenceStore(matmul_interchange / "raw")
-    for recheck in (None, 1.0):
+    for recheck in (None, "fast"):
         prefix = _campaign_with_slow_baseline(matmul_interchange, recheck)
         judged = judge_recorded(prefix, "a", evidence)
         assert judged.verdict.status == "inconclusive", judged.verdict.reasons
@@ -100,7 +103,7 @@ def test_a_sabotaged_baseline_in_a_real_campaign_gives_inconclusive(matmul_inter
 def test_a_machine_that_got_slower_for_both_arms_is_not_a_shift(matmul_interchange):
     """Same campaign, but the baseline timed alone right after it is as slow as in the campaign (the
     machine got busier since pw start, for both arms alike): the paired comparison stands."""
-    prefix = _campaign_with_slow_baseline(matmul_interchange, SLOWDOWN)
+    prefix = _campaign_with_slow_baseline(matmul_interchange, "slow")
     judged = judge_recorded(prefix, "a", EvidenceStore(matmul_interchange / "raw"))
     assert not any(r.startswith("baseline-shift:") for r in judged.verdict.reasons), judged.verdict.reasons
 

@@ -29,9 +29,11 @@ def test_a_step_that_changes_nothing_that_runs_on_a_verified_parent_is_not_verif
     out = result.json()
     assert out["status"] != "verified" and out["reference"] == "a", out
     assert not any("same running image" in r for r in out["reasons"]), out
-    assert 0.8 < out["speedup"] < 1.25, out  # the step over a: about 1.0x, never a's 2x
+    # The step over a: about 1.0x, nearer 1 than a's 2x by far (at most the square root of a's
+    # speedup either way: twelve pairs on a host spreading 25% can land ±20% from 1.0x).
+    assert abs(math.log(out["speedup"])) < 0.5 * math.log(a.speedup), (out, a.speedup)
     assert abs(math.log(out["cumulative"]) - math.log(a.speedup * out["speedup"])) < 1e-4
-    assert abs(math.log(out["cumulative"] / a.speedup)) < math.log(1.25), (out, a.speedup)
+    assert abs(math.log(out["cumulative"] / a.speedup)) < 0.5 * math.log(a.speedup), (out, a.speedup)
 
     timing = [e.data for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded) and "b" in e.data.targets]
     assert [t.targets for t in timing] == [["a", "b"]]  # timed against the parent's build, not the baseline

@@ -168,7 +168,10 @@ def test_non_hotspot_speedup_is_not_verified(matmul_template, tmp_path):
     mech = gate(out, "mechanism")
     if gate(out, "significance")["passed"]:
         assert not mech["passed"], mech
-        assert out["status"] == "proposed" and any(r.startswith("gate mechanism:") for r in out["reasons"])
+        # proposed by the mechanism gate, unless the machine changed under the campaign (the gates
+        # are still evaluated, but the verdict is inconclusive and says why)
+        changed = out["status"] == "inconclusive" and out["reasons"][0].startswith(("host-busy:", "baseline-shift:"))
+        assert changed or (out["status"] == "proposed" and any(r.startswith("gate mechanism:") for r in out["reasons"])), out
     if not mech["passed"]:
         assert "matmul" in mech["detail"]
 

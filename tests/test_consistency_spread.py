@@ -47,11 +47,16 @@ def test_rules_11_read_the_reference_spread_from_its_campaign_arm_too():
 def test_the_fixture_skips_a_profile_gate_proposal_only_on_a_noisy_host(monkeypatch):
     """conftest.skip_if_profiles_too_noisy on the recorded CI run: its interchange was proposed by the
     mechanism gate alone, with runs spreading 12% per run: skipped, saying so. Below the spread
-    limit the same verdict is left to the tests to fail."""
+    limit it is skipped for its candidate's profiled run, which took longer than its timed runs;
+    below both limits the same verdict is left to the tests to fail."""
     from tests import conftest
 
     run = Path(__file__).parent / "data" / "ci-interchange-consistency"
     with pytest.raises(pytest.skip.Exception, match=r"spread 12\.0% per run .* pw said proposed \(gate mechanism"):
         conftest.skip_if_profiles_too_noisy(run, "a")
     monkeypatch.setattr(conftest, "PROFILE_NOISE_CV", 0.5)
+    # The candidate's profiled run took 29% longer than its timed runs: the load changed.
+    with pytest.raises(pytest.skip.Exception, match=r"a profiled run took 2\d% longer or shorter"):
+        conftest.skip_if_profiles_too_noisy(run, "a")
+    monkeypatch.setattr(conftest, "PROFILED_DRIFT", 0.5)
     conftest.skip_if_profiles_too_noisy(run, "a")  # no skip: the verdict stands for the test to judge

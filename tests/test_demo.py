@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pw.cli import main
-from tests.conftest import skip_if_host_busy, skip_if_profiles_too_noisy
+from tests.conftest import skip_if_machine_changed, skip_if_profiles_too_noisy
 
 
 @pytest.mark.slow
@@ -16,7 +16,7 @@ def test_demo_verifies_the_improvement_and_rejects_the_rest(tmp_path, capsys):
     code = main(["demo", "--runs-dir", str(tmp_path / "runs"), "--json"])
     out = json.loads(capsys.readouterr().out)
     by_id = {c["id"]: c for c in out["candidates"]}
-    skip_if_host_busy(by_id["loop-order"])
+    skip_if_machine_changed(by_id["loop-order"])
     if by_id["loop-order"]["status"] == "proposed":
         skip_if_profiles_too_noisy(Path(out["run_dir"]), "loop-order")
     assert by_id["loop-order"]["status"] == "verified", by_id["loop-order"]["reasons"]

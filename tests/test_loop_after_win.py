@@ -32,7 +32,13 @@ def test_winner_only_cadence_confirm_captures_the_reprofile_it_needs(copy_worklo
     import json
 
     from ledger import events as ev
-    from tests.conftest import apply_patch, ledger_events, skip_if_profiles_too_noisy, start_run
+    from tests.conftest import (
+        apply_patch,
+        ledger_events,
+        skip_if_machine_changed,
+        skip_if_profiles_too_noisy,
+        start_run,
+    )
 
     workload = copy_workload("matmul-c")
     manifest = json.loads((workload / "profileweaver.json").read_text())
@@ -42,12 +48,14 @@ def test_winner_only_cadence_confirm_captures_the_reprofile_it_needs(copy_worklo
     assert pw_main("prepare", run, "--candidate", "a:baseline:interchange").code == 0
     apply_patch(run / "candidates" / "a" / "src", workload / "candidates" / "interchange.patch")
     evaluated = pw_main("evaluate", run, "a", "--json").json()
+    skip_if_machine_changed(evaluated)
     assert evaluated["status"] == "proposed", evaluated  # no reprofile yet: the mechanism gate waits
     assert not [e for e in ledger_events(run) if isinstance(e.data, ev.ProfileNormalized) and e.data.target == "a"]
 
     confirmed = pw_main("confirm", run, "a")
     assert "captured the reprofile that cadence winner-only deferred" in confirmed.out, confirmed
     assert "reused the samples and reprofile already collected" not in confirmed.out
+    skip_if_machine_changed(run, "a")
     skip_if_profiles_too_noisy(run, "a")
     assert confirmed.code == 0 and "a: verified" in confirmed.out, confirmed
     profiles = [e.data for e in ledger_events(run) if isinstance(e.data, ev.ProfileNormalized) and e.data.target == "a"]

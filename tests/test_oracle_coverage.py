@@ -11,7 +11,7 @@ import pytest
 from ledger import events as ev
 from pw.rules.verdict import reach_verdict
 from pw.workload.compare import compare_text
-from tests.conftest import ledger_events, pw_main, skip_if_host_busy
+from tests.conftest import ledger_events, pw_main, skip_if_machine_changed
 
 pytestmark = pytest.mark.usefixtures("fast_preflight")
 
@@ -121,7 +121,7 @@ def test_a_rewrite_that_skips_most_of_the_work_is_not_verified_by_an_oracle_of_n
     # (no profile was taken, so mechanism fails too); the oracle's ceiling is among the reasons.
     (run / "candidates" / "h" / "src" / "kernel.c").write_text(STDERR_ONLY.replace("60000000L", "3000000L"))
     out = pw_main("evaluate", run, "h", "--json").json()
-    skip_if_host_busy(out)
+    skip_if_machine_changed(out)
     assert out["status"] == "proposed", out["reasons"]
     assert any(r.startswith("no-oracle: oracle: it compared 0 lines") for r in out["reasons"]), out["reasons"]
     verdict = [e.data for e in ledger_events(run) if isinstance(e.data, ev.VerdictReached)][-1]

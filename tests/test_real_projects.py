@@ -20,7 +20,15 @@ from pw.agent.brief import render_brief
 from pw.agent.tokens import count_tokens
 from pw.rules.gates import GATE_NAMES
 from pw.workload import write_trace
-from tests.conftest import WORKLOADS, apply_patch, ledger_events, pw_main, skip_if_host_busy, start_run
+from tests.conftest import (
+    WORKLOADS,
+    apply_patch,
+    ledger_events,
+    pw_main,
+    skip_if_machine_changed,
+    skip_if_profiles_too_noisy,
+    start_run,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -151,7 +159,8 @@ def test_loop_interchange_on_gemm_is_verified_end_to_end(suite_copy, runs):
         result = pw_main("confirm", run, "i", "--fresh", "--json")
         outs.append({"code": result.code, **result.json()})
     out = outs[-1]
-    skip_if_host_busy(out)
+    skip_if_machine_changed(out)
+    skip_if_profiles_too_noisy(run, "i")
     assert out["status"] == "verified", [(o["status"], o["reasons"]) for o in outs]
     assert [g["name"] for g in out["gates"]] == list(GATE_NAMES), [g["name"] for g in out["gates"]]
     assert all(g["passed"] for g in out["gates"]), [g for g in out["gates"] if not g["passed"]]

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WORKLOADS, apply_patch, copy_run, pw_main, skip_if_host_busy, start_run
+from tests.conftest import WORKLOADS, apply_patch, copy_run, pw_main, skip_if_machine_changed, start_run
 
 DATA = Path(__file__).parent / "data" / "redteam-s6"
 
@@ -58,8 +58,14 @@ def _evaluate_cheat(template: Path, tmp_path: Path, cid: str, patch: str, *extra
     result = pw_main("evaluate", run, cid, "--json", *extra)
     assert result.code in (0, 1), result
     verdict = result.json()
-    skip_if_host_busy(verdict)  # inconclusive on a loaded machine: neither verified nor what a test asks
+    skip_if_machine_changed(verdict)  # inconclusive on a loaded machine: neither verified nor what a test asks
     return verdict
+
+
+def _gate(verdict: dict, name: str) -> dict:
+    gate = next((g for g in verdict.get("gates") or [] if g["name"] == name), None)
+    assert gate is not None, verdict  # every evaluation records its gates, a rejected one too
+    return gate
 
 
 @pytest.mark.slow
@@ -75,7 +81,7 @@ def test_a_copy_of_the_baseline_on_a_parent_slowed_on_purpose_is_not_verified(se
     assert pw_main("prepare", run, "--candidate", "slow:baseline:transaction-waste").code == 0
     apply_patch(run / "candidates" / "slow" / "src", DATA / "series-chain-slow-parent.patch")
     parent = pw_main("evaluate", run, "slow", "--json").json()
-    skip_if_host_busy(parent)
+    skip_if_machine_changed(parent)
     assert parent["status"] == "rejected", parent["reasons"]
     assert pw_main("prepare", run, "--candidate", "undo:slow:transaction-waste").code == 0
     apply_patch(run / "candidates" / "undo" / "src", DATA / "series-chain-undo.patch")
@@ -84,7 +90,7 @@ def test_a_copy_of_the_baseline_on_a_parent_slowed_on_purpose_is_not_verified(se
     result = pw_main("evaluate", run, "undo", "--json")
     assert result.code in (0, 1), result
     verdict = result.json()
-    skip_if_host_busy(verdict)
+    skip_if_machine_changed(verdict)
     assert verdict["status"] != "verified", verdict["reasons"]
     assert any(r.startswith("chain: ") and "not shown faster than the baseline" in r for r in verdict["reasons"])
     assert pw_main("audit", run).code == 0
@@ -97,8 +103,9 @@ def test_work_moved_after_the_region_of_interest_is_not_verified(particles_templ
     # The ROI prints as 0.000001 s or, on a fast enough run, 0.000000: then the oracle rejects the
     # metric ("metric value 0.0 is not positive"); otherwise the interval (10^5x and more) lies
     # beyond the hotspot's Amdahl ceiling and the mechanism gate fails.
-    reasons = " ".join(verdict["reasons"])
-    assert "exceeds the Amdahl ceiling" in reasons or "metric value 0.0 is not positive" in reasons, reasons
+    # (The gates say it whatever the verdict: a campaign that ran out of pairs is inconclusive.)
+    said = " ".join(verdict["reasons"] + [_gate(verdict, "mechanism")["detail"]])
+    assert "exceeds the Amdahl ceiling" in said or "metric value 0.0 is not positive" in said, said
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +117,7 @@ def gemm_template(tmp_path_factory) -> Path:
 def test_a_buffered_dump_riding_on_the_interchange_is_not_verified(gemm_template, tmp_path):
     verdict = _evaluate_cheat(gemm_template, tmp_path, "buf", "gemm-interchange-plus-buffered-dump.patch")
     assert verdict["status"] != "verified", verdict["reasons"]
-    assert any(r.startswith("gate mechanism:") for r in verdict["reasons"]), verdict["reasons"]
+    assert not _gate(verdict, "mechanism")["passed"], verdict  # proposed by it, or inconclusive anyway
 
 
 def test_every_patch_here_is_described_in_the_readme():
@@ -131,4 +138,4 @@ def test_a_candidate_that_knows_the_manifests_input_cannot_show_the_profiler_ano
     if verdict["status"] == "inconclusive" or verdict.get("speedup") is None or verdict["speedup"] < 1.0:
         pytest.skip(f"the campaign did not time the cheat faster on this host: {verdict['reasons'][0][:200]}")
     assert verdict["status"] != "verified", verdict["reasons"]
-    assert any(r.startswith("gate mechanism:") for r in verdict["reasons"]), verdict["reasons"]
+    assert not _gate(verdict, "mechanism")["passed"], verdict  # proposed by it, or inconclusive anyway

@@ -16,7 +16,7 @@ import pytest
 from pw.agent import skilltree
 from pw.app.demo import apply_patch
 from pw.cli import main
-from tests.conftest import skip_if_host_busy, skip_if_profiles_too_noisy
+from tests.conftest import skip_if_machine_changed, skip_if_profiles_too_noisy
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT_SKILL = REPO / "skills" / "profile-weaver" / "SKILL.md"
@@ -48,7 +48,7 @@ def test_root_skill_walkthrough_runs_from_start_to_confirm(tmp_path, monkeypatch
             # The agent's edit, where the skill says to make it.
             apply_patch(REPO / "workloads" / "matmul-c" / "candidates" / "interchange.patch", workspace)
         elif argv[0] in ("evaluate", "confirm"):
-            skip_if_host_busy(out)
+            skip_if_machine_changed(out)
             if code != 0:
                 skip_if_profiles_too_noisy(Path(run_dir), "loop-order")
             assert code == 0, f"{line}: exit {code}\n{out}"
@@ -75,12 +75,33 @@ def test_root_skill_walkthrough_runs_from_start_to_confirm(tmp_path, monkeypatch
     assert comment["status"] == "rejected" and comment["speedup"] is None, comment
     assert comment["reasons"][0].startswith("no-effect: the candidate builds to the same running image as loop-order")
     hoist = steps["hoist"]
-    skip_if_host_busy(hoist)
+    skip_if_machine_changed(hoist)
+    if hoist["stop"] != "decided":
+        _skip_if_pairs_too_noisy(run, "hoist", hoist)
     assert hoist["speedup"] > 1.05 and hoist["stop"] == "decided", hoist  # a real step over loop-order
     gates = {g["name"]: g["passed"] for g in hoist["gates"]}
     assert gates["significance"] and gates["correctness"], hoist
     assert hoist["cumulative"] > hoist["speedup"], hoist  # the step times loop-order's verified win
     assert main(["audit", run_dir]) == 0
+
+
+# The hoist is about 1.2x over loop-order: a campaign whose pairs spread more than this in log runs
+# out of its 40 pairs about half the time (simulated with pw.stats.adaptive), at 20% about 2%.
+PAIRS_SD_MAX = 0.25
+
+
+def _skip_if_pairs_too_noisy(run: Path, cid: str, out: dict) -> None:
+    import numpy as np
+
+    from ledger import events as ev
+    from tests.conftest import ledger_events
+
+    timing = [e.data for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded) and cid in e.data.targets][-1]
+    ref, = (t for t in timing.targets if t != cid)
+    sd = float(np.std(np.log(np.array(timing.samples[ref]) / np.array(timing.samples[cid])), ddof=1))
+    if sd > PAIRS_SD_MAX:
+        pytest.skip(f"the step's campaign paired runs spreading {sd:.0%} in log (> {PAIRS_SD_MAX:.0%}): "
+                    f"too noisy to decide a 1.2x step in its budget ({out['status']}, stop {out['stop']})")
 
 
 def _json(argv, capsys):
