@@ -150,6 +150,22 @@ def test_confirm_fresh_runs_a_new_confirmation_campaign(matmul_interchange, tmp_
 
 
 @pytest.mark.slow
+def test_a_reprofiles_runs_share_one_fresh_input_that_no_timed_pair_told_apart(matmul_interchange):
+    """The candidate is profiled on a fresh input drawn like a timed pair's (never the manifest's
+    argv, which only the baseline's own runs use), one input for every profiled run of its
+    reprofile: its expected output then costs one baseline run, however many runs the sizing takes."""
+    events = ledger_events(matmul_interchange)
+    manifest = next(e.data for e in events if isinstance(e.data, ev.RunStarted)).contract.run.argv
+    runs = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "a"
+            and e.data.adapter == "perf" and e.data.reused_from is None]
+    assert runs, "the interchange was reprofiled"
+    commands = {tuple(c.command[c.command.index("<launcher>") + 1:]) for c in runs}
+    assert len(commands) == 1, commands
+    argv, = commands
+    assert list(argv) != list(manifest) and len(argv) == len(manifest), (argv, manifest)
+
+
+@pytest.mark.slow
 def test_audit_names_the_verdict_an_edited_sample_no_longer_supports(matmul_interchange, tmp_path):
     run = copy_run(matmul_interchange, tmp_path)
     path = run / "ledger.jsonl"

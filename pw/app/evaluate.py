@@ -8,6 +8,7 @@ atomic batch computed by `pw.rules.judge` from the ledger and evidence alone, th
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -310,7 +311,7 @@ def more(
         from pw.app.resolve import resolve_reprofile
 
         state = resolve_reprofile(handle, state, cid, profiling_targets(handle, state, adapter), progress,
-                                  profile_once)
+                                  functools.partial(profile_once, inputs={}))
     return _judged(handle, state, cid, cand.diff.attempt, scratch, progress)
 
 
@@ -466,10 +467,12 @@ def reprofile(handle: RunHandle, state, target: execute.Target, progress, *, cou
     reusing = reuse and reprofile_extra.reuse_source(state, timed_target, adapter) is not None
     targets = profiling_targets(handle, state, adapter, twin=not reusing)  # a reuse needs no -g twin
     profiled, note = targets(target.label, target)
+    inputs: dict = {}  # one fresh input per target for the whole reprofile (profile_input)
     state, result = profile_once(handle, state, profiled, adapter, note, timed=timed_target, reuse=reuse,
-                                 progress=progress)
+                                 progress=progress, inputs=inputs)
     if main:  # the diagnosis adapter (exact counts) has nothing to resolve by sampling more
-        state = resolve_reprofile(handle, state, profiled.label, targets, progress, profile_once)
+        state = resolve_reprofile(handle, state, profiled.label, targets, progress,
+                                  functools.partial(profile_once, inputs=inputs))
     if counters:
         state = _reprofile_counters(handle, state, profiled, result.profile, progress)
     diagnosis = reprofile_extra.diagnosis_adapter(handle, state, adapter, progress) if main else None
@@ -506,18 +509,20 @@ def profiling_targets(handle: RunHandle, state, adapter: str, *, twin: bool = Tr
 
 
 def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str, note: str | None, *,
-                 timed: execute.Target | None = None, reuse: bool = False, progress=lambda _m: None):
+                 timed: execute.Target | None = None, reuse: bool = False, progress=lambda _m: None,
+                 inputs: dict | None = None):
     """One profiled run of `target`, recorded (ProfileCaptured, ProfileNormalized) and checked like a
     timed one: (state, the capture's result). A target profiled before is normalized against the
     build tree its earlier capture named, so every run of it gives the same operation ids. With
     ``timed`` (the first capture of a reprofile), the overhead and the executable's hash are recorded
-    and, with ``reuse``, an identical executable's earlier capture is reused instead."""
+    and, with ``reuse``, an identical executable's earlier capture is reused instead. ``inputs``:
+    the fresh inputs already drawn for this reprofile, by target (``profile_input``)."""
     from pw.app import reprofile_extra
     from pw.workload import capture as profiling
 
     earlier = state.captures.get(f"{target.label}:{adapter}")
     root = earlier.source_root if earlier is not None and earlier.source_root else None
-    argv, expected = profile_input(handle, state, target)
+    argv, expected = profile_input(handle, state, target, inputs)
     before = workspace.snapshot(target.build_dir)
     if timed is not None:
         result = reprofile_extra.capture_or_reuse(handle, state, timed, target, adapter, progress, reuse=reuse,
@@ -547,14 +552,28 @@ def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str,
     return state, result
 
 
-def profile_input(handle: RunHandle, state, target: execute.Target) -> tuple[list[str] | None, output_check.Expected]:
+def profile_input(handle: RunHandle, state, target: execute.Target,
+                  drawn: dict | None = None) -> tuple[list[str] | None, output_check.Expected]:
     """(the argv to profile `target` with, the output its profiled run must print). A candidate
     is profiled on a fresh input drawn as a timed pair's is (the timed argv with a new secret seed):
     profiled on the manifest's own argv, which no timed run uses, a program could tell its profiled
     runs by their input and show the profiler another program (red team, session 8: a non-hotspot
     saving shown as a hotspot one, verified 1.14x). Its output is then checked against the
     baseline's, run on the same input without a profiler. The baseline itself, and a workload
-    without a seed generator (whose timed runs use the manifest's argv too), keep the manifest's."""
+    without a seed generator (whose timed runs use the manifest's argv too), keep the manifest's.
+
+    ``drawn`` (by target label) holds the inputs this reprofile drew already: every profiled run of a
+    target in one reprofile shares its input, so its expected output costs one baseline run, not one
+    per profiled run (rule share-band/3 takes up to 5 a side, a small saving up to max_runs)."""
+    if drawn is not None and target.label in drawn:
+        return drawn[target.label]
+    chosen = _draw_profile_input(handle, state, target)
+    if drawn is not None:
+        drawn[target.label] = chosen
+    return chosen
+
+
+def _draw_profile_input(handle: RunHandle, state, target: execute.Target) -> tuple[list[str] | None, output_check.Expected]:
     from pw.workload.holdouts import draw_pair_inputs
 
     own = _expected(handle, state.oracles.get(target.label))
