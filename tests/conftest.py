@@ -177,6 +177,16 @@ def copy_run(run: Path, dest_parent: Path) -> Path:
     return dest
 
 
+def unpack(archive: Path, dest: Path) -> Path:
+    """A recorded tarball (runs, evidence) extracted under ``dest``, which it returns; members that
+    would land outside it are refused (tarfile's "data" filter)."""
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
 def ledger_events(run: Path) -> list:
     return Ledger(run / "ledger.jsonl").events()
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tarfile
 from pathlib import Path
 
 import msgspec
@@ -24,7 +23,7 @@ import pytest
 
 from ledger import events as ev
 from pw.app.audit import same_numbers
-from tests.conftest import ledger_events, pw_main, reforge_ledger
+from tests.conftest import ledger_events, pw_main, reforge_ledger, unpack
 
 DATA = Path(__file__).parent / "data" / "campaigns-16core"
 
@@ -32,9 +31,7 @@ DATA = Path(__file__).parent / "data" / "campaigns-16core"
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> list[Path]:
     """The two recorded run directories, unpacked (read-only evidence: tests copy before editing)."""
-    root = tmp_path_factory.mktemp("campaigns-16core")
-    with tarfile.open(DATA / "runs.tgz") as tar:
-        tar.extractall(root, filter="data")
+    root = unpack(DATA / "runs.tgz", tmp_path_factory.mktemp("campaigns-16core"))
     runs = sorted((root / "pwruns").glob("2026*-series-c"))
     assert len(runs) == 2, runs
     return runs

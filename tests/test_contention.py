@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import msgspec
@@ -17,7 +16,7 @@ from ledger.evidence import EvidenceStore
 from pw.app.judging import judge_recorded
 from pw.rules.contention import CONTENDED_SHARE, OTHERS_SHARE, arm_contention, arm_of, contention_reason
 from pw.rules.verdict import reach_verdict
-from tests.conftest import ledger_events
+from tests.conftest import ledger_events, unpack
 
 RECORDED = Path(__file__).parent / "data" / "campaigns-16core" / "runs.tgz"
 
@@ -105,8 +104,7 @@ def test_a_busy_machine_makes_any_timing_decision_inconclusive_but_leaves_a_fail
 def _busy_copy(tmp_path: Path, share: float) -> Path:
     """The device's recorded series-c run whose table-tenth candidate q was verified, its campaign
     given run-queue waits of `share` of each run's wall time (both arms)."""
-    with tarfile.open(RECORDED) as tar:
-        tar.extractall(tmp_path, filter="data")
+    unpack(RECORDED, tmp_path)
     run = sorted((tmp_path / "pwruns").glob("2026*-series-c"))[0]
 
     def edit(data):

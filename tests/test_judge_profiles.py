@@ -3,7 +3,6 @@ so, never an exception out of `pw evaluate` (CI: a 7x faster candidate ran betwe
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from ledger import events as ev
 from ledger.evidence import EvidenceStore
 from ledger.profile import Profile, encode_profile
 from pw.rules.judge import judge_events, profiles_needed, select
-from tests.conftest import ledger_events
+from tests.conftest import ledger_events, unpack
 
 RECORDED = Path(__file__).parent / "data" / "campaigns-16core" / "runs.tgz"
 
@@ -20,9 +19,7 @@ RECORDED = Path(__file__).parent / "data" / "campaigns-16core" / "runs.tgz"
 @pytest.fixture(scope="module")
 def verified_q(tmp_path_factory):
     """The recorded series-c run whose candidate q was verified, cut before q's judgement."""
-    tmp = tmp_path_factory.mktemp("recorded")
-    with tarfile.open(RECORDED) as tar:
-        tar.extractall(tmp, filter="data")
+    tmp = unpack(RECORDED, tmp_path_factory.mktemp("recorded"))
     run = sorted((tmp / "pwruns").glob("2026*-series-c"))[0]
     events = ledger_events(run)
     cut = next(i for i, e in enumerate(events) if isinstance(e.data, ev.CandidateEvaluated) and e.data.id == "q")

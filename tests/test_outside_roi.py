@@ -4,7 +4,6 @@ bound to, were verified 2.4-11.4x on particles-aos-c while the whole process was
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from ledger import events as ev
 from ledger.evidence import EvidenceStore
 from pw.app.judging import judge_recorded
 from pw.rules.gates import OUTSIDE_ROI_SLACK, GateInputs, OutsideRoi, evaluate_gates
-from tests.conftest import ledger_events
+from tests.conftest import ledger_events, unpack
 from tests.test_gates import good_inputs
 
 RECORDED = Path(__file__).parent / "data" / "redteam-s8" / "particles-roi-cheats.tgz"
@@ -21,10 +20,7 @@ RECORDED = Path(__file__).parent / "data" / "redteam-s8" / "particles-roi-cheats
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("roi-cheats")
-    with tarfile.open(RECORDED) as tar:
-        tar.extractall(root, filter="data")
-    return root
+    return unpack(RECORDED, tmp_path_factory.mktemp("roi-cheats"))
 
 
 def _judged(run: Path, cid: str, rules: int):
