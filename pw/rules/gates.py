@@ -140,8 +140,13 @@ PEAK_RSS_SLACK_KB = 1024.0
 #      before the timer, and by defining clock_gettime in the editable file so that the harness's
 #      timer ran 2.2x slow; both stayed under the Amdahl ceiling, while the whole process was
 #      1.25-1.28x faster and the time outside the region grew by about a quarter of a run.
-GATE_RULES = 17
-RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
+#  18: a chained candidate is verified only on a chain of verified parents (``judge._chain_doubt``,
+#      the ``chain:`` ceiling at proposed): its step is timed against its parent, so whatever the
+#      parent's gates held back (its work moved before the timer, under rules 17) sits in both arms
+#      and passes the step's. Session 9's red team had an honest step over a `proposed` parent on
+#      particles-aos-c (work moved before the region) verified, cumulative 4.32x. Gates unchanged.
+GATE_RULES = 18
+RULE_VERSIONS: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 # Rules 17: the time outside the region of interest may grow by at most this share of the
 # baseline's whole run before the growth counts (an honest rewrite of the region can move a little
 # cost: allocation, cache warmth), and only when the growth's 95% interval lies above it.

@@ -439,19 +439,26 @@ def _resolution_facts(r: ev.ReprofileResolved) -> g.ResolutionFacts:
                              max_time_s=r.max_time_s, required_samples=r.required_samples)
 
 
-def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, Any]) -> str | None:
+def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, Any], rules: int) -> str | None:
     """Gate rules 10: why a candidate timed against its parent is not shown faster than the baseline
     along the chain of parents, or None. Its verdict is the step over the parent, and a step over a
     parent slowed on purpose is real while the program gained nothing: a series-c candidate whose
     source was the baseline's, prepared on a parent that ran the kernel twice (rejected, 0.44x), was
     verified 2.23x (tests/data/redteam-s6/series-chain-*.patch). The cumulative speedup and its
     interval are those ``projections.state.cumulative`` reports (steps' log half-widths added in
-    quadrature); its low end must clear the campaign's minimum effect, as a step's must."""
+    quadrature); its low end must clear the campaign's minimum effect, as a step's must.
+
+    Gate rules 18: and every parent along the chain must be verified (its latest judgement, a
+    confirmation's where there is one). A step is timed against its parent, so whatever held the
+    parent back sits in both arms and passes the step's gates: an honest step over a particles-aos-c
+    parent that moved work before the region (proposed under rules 17) was verified, cumulative
+    4.32x (session 9's red team)."""
     import math
 
     from projections.state import cumulative, fold
 
-    before = cumulative(fold(envelopes), parent)
+    state = fold(envelopes)
+    before = cumulative(state, parent)
     if before is None or not before.interval or before.interval[0] <= 0:
         return f"the parent {parent!r} has no measured speedup over the baseline to build on"
     speedup, low = float(analysis["speedup"]), float(analysis["interval"]["low"])
@@ -459,11 +466,20 @@ def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, 
     log_total = math.log(before.speedup) + math.log(speedup)
     half = math.hypot(math.log(before.speedup) - math.log(before.interval[0]), math.log(speedup) - math.log(low))
     total, total_low = math.exp(log_total), math.exp(log_total - half)
-    if total_low > 1.0 + min_effect:
-        return None
     path = " -> ".join(["baseline", *before.steps])
-    return (f"{speedup:.4g}x over its parent {parent!r}, but {total:.4g}x (low {total_low:.4g}) over the baseline "
-            f"along {path}: not shown faster than the baseline (the parent was {before.speedup:.4g}x)")
+    if total_low <= 1.0 + min_effect:
+        return (f"{speedup:.4g}x over its parent {parent!r}, but {total:.4g}x (low {total_low:.4g}) over the "
+                f"baseline along {path}: not shown faster than the baseline (the parent was {before.speedup:.4g}x)")
+    if rules >= 18:
+        for step in before.steps:
+            cand = state.candidates[step]
+            judged = cand.confirmation or cand.verdict
+            if judged is not None and judged.status != "verified":
+                why = f" ({judged.reasons[0][:200]})" if judged.reasons else ""
+                return (f"{speedup:.4g}x over its parent {parent!r}, {total:.4g}x over the baseline along {path}, "
+                        f"but {step!r} is {judged.status}{why}: a step over a parent pw did not verify is not "
+                        f"verified, because what held the parent back is in both arms of the step's campaign")
+    return None
 
 
 def same_image(reference: ev.BuildFinished | None, build: ev.BuildFinished | None, ref: str) -> str | None:
@@ -585,7 +601,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         from pw.rules.contention import contention_reason
 
         contended = contention_reason(timing[1] if timing else None, run.host.cpus)
-    chain = _chain_doubt(envelopes, ref, analysis) if rules >= 10 and ref != "baseline" and analysis else None
+    chain = _chain_doubt(envelopes, ref, analysis, rules) if rules >= 10 and ref != "baseline" and analysis else None
     image = same_image(base_build[1] if base_build else None, build[1] if build else None, ref) if rules >= 13 else None
     timing_fault = None
     # Caught in a timed or profiled run (it left something for the next run, or printed something
