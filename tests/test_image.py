@@ -82,6 +82,17 @@ def test_a_source_no_executable_was_built_from_is_read_at_run_time_and_is_the_im
     assert image_digest(a, files_a + ["kernel.c"]) == image_digest(b, files_b + ["kernel.c"])
 
 
+def test_a_source_that_shares_its_name_with_a_compiled_one_is_the_image(tmp_path):
+    """The program names prog.c by its base name only (STT_FILE keeps no directory): jit/prog.c,
+    read at run time, is hashed, and so is prog.c itself, since nothing says which one was built."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    files_a, files_b = _build(a, SOURCE), _build(b, SOURCE)
+    for root, body in ((a, "double k(double x) { return x * 2; }\n"), (b, "double k(double x) { return x + x; }\n")):
+        (root / "jit").mkdir()
+        (root / "jit" / "prog.c").write_text(body)
+    assert image_digest(a, files_a + ["jit/prog.c"]) != image_digest(b, files_b + ["jit/prog.c"])
+
+
 def test_without_debug_info_the_symbol_table_names_the_compiled_source_and_stripped_it_is_hashed(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     files_a = _build(a, SOURCE, flags=("-O2",))
