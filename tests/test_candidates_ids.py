@@ -27,6 +27,20 @@ def test_check_id_accepts(cid):
     assert parse_candidate(f"{cid}:baseline:why: because").id == cid
 
 
+@pytest.mark.parametrize("mechanism", ["a\nb\x1b[31m", "tab\there", "bell\x07", "x" * 201],
+                         ids=["newline-ansi", "tab", "bell", "long"])
+def test_a_mechanism_that_is_not_one_printable_line_is_refused(mechanism):
+    """It is printed in status tables, briefs and report.md (red team, session 9: kept raw)."""
+    with pytest.raises(InputError) as info:
+        parse_candidate(f"m1:baseline:{mechanism}")
+    assert "\n" not in info.value.message and "\x1b" not in info.value.message
+    assert info.value.message.startswith("--candidate mechanism ")
+
+
+def test_a_mechanism_may_be_any_printable_line():
+    assert parse_candidate("m1:baseline:Schleifentausch é, i-k-j: 中").mechanism == "Schleifentausch é, i-k-j: 中"
+
+
 def snapshot(run: Path) -> dict[str, bytes]:
     return {p.relative_to(run).as_posix(): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
 

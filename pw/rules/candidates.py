@@ -32,7 +32,16 @@ def parse_candidate(text: str) -> CandidateSpec:
         raise InputError(f"--candidate {text!r}: expected ID:PARENT:MECHANISM, e.g. loop-order:baseline:interchange")
     cid, parent, mechanism = (p.strip() for p in parts)
     check_id(cid)
+    if not mechanism.isprintable() or len(mechanism) > MECHANISM_MAX:
+        # It is printed in status tables, briefs and report.md: one line of text, no escapes a
+        # terminal would act on (red team, session 9: a newline and an ANSI colour code were kept).
+        shown = mechanism if len(mechanism) <= 40 else mechanism[:37] + "..."
+        raise InputError(f"--candidate mechanism {shown!r}: expected one line of printable text, at most "
+                         f"{MECHANISM_MAX} characters (no control characters or escapes)")
     return CandidateSpec(cid, parent, mechanism)
+
+
+MECHANISM_MAX = 200
 
 
 def check_id(cid: str) -> None:
