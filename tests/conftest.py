@@ -187,6 +187,17 @@ def unpack(archive: Path, dest: Path) -> Path:
     return dest
 
 
+def pair_log_sd(run: Path, cid: str) -> float:
+    """The SD of the log ratios reference/candidate over every timed pair of ``cid``'s campaigns
+    (a continued one included): sqrt(2) times the run-to-run spread for independent arms."""
+    import numpy as np
+
+    timing = [e.data for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded) and cid in e.data.targets]
+    ref = [x for t in timing for x in t.samples[t.targets[0]]]
+    cand = [x for t in timing for x in t.samples[cid]]
+    return float(np.std(np.log(np.array(ref) / np.array(cand)), ddof=1))
+
+
 def ledger_events(run: Path) -> list:
     return Ledger(run / "ledger.jsonl").events()
 
@@ -257,8 +268,6 @@ def profiles_too_noisy(run: Path, cid: str) -> str | None:
     runs (a neighbour came or went between the campaign and the profiler). pw's answer there is the
     honest one for such a host. Any other verdict or reason, and any quieter host, is left to the test."""
     import numpy as np
-
-    from ledger import events as ev
 
     events = ledger_events(run)
     judged = [e.data for e in events if isinstance(e.data, (ev.VerdictReached, ev.WinnerConfirmed)) and e.data.id == cid]

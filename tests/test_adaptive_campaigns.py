@@ -15,6 +15,7 @@ from tests.conftest import (
     SAME_SPEED_TINY_C,
     copy_run,
     ledger_events,
+    pair_log_sd,
     pw_main,
     skip_if_machine_changed,
     skip_if_profiles_too_noisy,
@@ -292,14 +293,9 @@ def _campaign_quiet_enough(run: Path, cid: str, out: dict, sd_max: float = 0.03 
     load changed after `pw start` measured it): the SD of the campaign's per-pair log ratios, which
     is sqrt(2) times the run-to-run CV for independent arms. Only an inconclusive or budget-spent
     campaign is skipped, unless `any_outcome` (a no-op that a noise streak timed faster or slower)."""
-    import numpy as np
-
     if not any_outcome and out["status"] != "inconclusive" and out.get("stop") != "budget":
         return
-    timing = [e.data for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded) and cid in e.data.targets]
-    base = [x for t in timing for x in t.samples[t.targets[0]]]
-    cand = [x for t in timing for x in t.samples[cid]]
-    sd = float(np.std(np.log(np.array(base) / np.array(cand)), ddof=1))
+    sd = pair_log_sd(run, cid)
     if sd > sd_max:
         pytest.skip(f"the campaign's per-pair log-ratio SD was {sd:.1%} (> {sd_max:.1%}): the host got too "
                     f"noisy for ±2% after pw start ({out['status']} after {out.get('n_pairs')} pairs)")

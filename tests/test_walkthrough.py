@@ -16,7 +16,7 @@ import pytest
 from pw.agent import skilltree
 from pw.app.demo import apply_patch
 from pw.cli import main
-from tests.conftest import skip_if_machine_changed, skip_if_profiles_too_noisy
+from tests.conftest import pair_log_sd, skip_if_machine_changed, skip_if_profiles_too_noisy
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT_SKILL = REPO / "skills" / "profile-weaver" / "SKILL.md"
@@ -91,14 +91,7 @@ PAIRS_SD_MAX = 0.25
 
 
 def _skip_if_pairs_too_noisy(run: Path, cid: str, out: dict) -> None:
-    import numpy as np
-
-    from ledger import events as ev
-    from tests.conftest import ledger_events
-
-    timing = [e.data for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded) and cid in e.data.targets][-1]
-    ref, = (t for t in timing.targets if t != cid)
-    sd = float(np.std(np.log(np.array(timing.samples[ref]) / np.array(timing.samples[cid])), ddof=1))
+    sd = pair_log_sd(run, cid)
     if sd > PAIRS_SD_MAX:
         pytest.skip(f"the step's campaign paired runs spreading {sd:.0%} in log (> {PAIRS_SD_MAX:.0%}): "
                     f"too noisy to decide a 1.2x step in its budget ({out['status']}, stop {out['stop']})")

@@ -522,7 +522,9 @@ def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str,
 
     earlier = state.captures.get(f"{target.label}:{adapter}")
     root = earlier.source_root if earlier is not None and earlier.source_root else None
-    argv, expected = profile_input(handle, state, target, inputs)
+    # A reused capture runs nothing and is not checked again: no input to draw, no baseline to run.
+    reusing = timed is not None and reuse and reprofile_extra.reuse_source(state, timed, adapter) is not None
+    argv, expected = (None, None) if reusing else profile_input(handle, state, target, inputs)
     before = workspace.snapshot(target.build_dir)
     if timed is not None:
         result = reprofile_extra.capture_or_reuse(handle, state, timed, target, adapter, progress, reuse=reuse,
@@ -540,7 +542,8 @@ def profile_once(handle: RunHandle, state, target: execute.Target, adapter: str,
     # The profiled run is checked like a timed one: a program that behaves differently under the
     # profiler (to make its hotspot vanish from the profile) prints something else there.
     seen = output_check.Observed(stdout=result.stdout.decode(errors="replace"), stderr=None, output_file=None)
-    diffs = output_check.differences(state.run.contract, seen, expected) if result.captured.reused_from is None else []
+    diffs = (output_check.differences(state.run.contract, seen, expected)
+             if expected is not None and result.captured.reused_from is None else [])
     if diffs:
         stream, detail = diffs[0]
         against = (f"the baseline's output on the same fresh input `{' '.join(argv)}`" if argv is not None
