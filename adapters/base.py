@@ -102,6 +102,21 @@ class CaptureRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     tool_confine: Confinement | None = None
 
 
+class RunWrap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """How a profiler joins a timed run (one kind of run: every timed run is a profiled run).
+
+    ``outer``: an argv prefix around the sandbox and the launcher (perf samples from outside, so the
+    program's parent is the launcher and nothing inside shows a profiler); ``inner``: an argv prefix
+    between the launcher and the program (a profiler that must be the program's parent, py-spy);
+    ``env``: variables added to the program's environment (an injection library, CUPTI); ``writable``:
+    directories the sandbox lets the program's side write (where an inner profiler writes)."""
+
+    outer: list[str] = []
+    inner: list[str] = []
+    env: dict[str, str] = {}
+    writable: list[str] = []
+
+
 class ProgramRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """What pw's launcher reported about the profiled program (what it reports for a timed run)."""
 
@@ -240,6 +255,20 @@ class Adapter(abc.ABC):
     @abc.abstractmethod
     def normalize(self, artifacts: Mapping[str, bytes], source_root: str, target: str) -> Profile:
         """Pure: artifact bytes (by role) -> Profile. No file system, no environment."""
+
+    def timed_wrap(self, out_dir: str) -> RunWrap | None:
+        """How this profiler joins a timed run writing into ``out_dir`` (None: it cannot; routing
+        then picks another discovery adapter for timed runs)."""
+        return None
+
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
+        """The raw evidence of one timed run profiled with ``timed_wrap`` (artifact role -> bytes),
+        reduced to what ``normalize`` needs; raises CaptureError when the tool failed."""
+        raise CaptureError(f"{self.spec.name} does not profile timed runs")
+
+    def timed_options(self) -> dict[str, str | int | float | bool]:
+        """The options timed runs are profiled with (recorded with the campaign)."""
+        return {}
 
     def focus(self, operation: str, launches: int = 0) -> None:
         """Narrow the next capture to one operation (a GPU kernel named by the timeline, with its launch

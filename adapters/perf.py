@@ -23,6 +23,7 @@ attributed to the inlined function with its own file and lines.
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import re
@@ -37,6 +38,7 @@ from adapters.base import (
     Capture,
     CaptureError,
     CaptureRequest,
+    RunWrap,
     Usability,
     decode_meta,
     last_line,
@@ -45,11 +47,16 @@ from adapters.base import (
     run_tool,
     true_argv,
 )
+from adapters.symbolize import LINES_ROLE, Symbolizer, file_address
 from ledger.profile import CallEdge, LineCost, Operation, Profile
 
 SCRIPT_ROLE = "perf-script.txt"
 DATA_ROLE = "perf.data"
 SCRIPT_FIELDS = "comm,pid,tid,period,event,ip,sym,dso,srcline"
+# Timed runs: symbol+offset instead of srcline (lines come from adapters.symbolize), no call graph.
+TIMED_FIELDS = "comm,pid,tid,period,event,ip,sym,symoff,dso"
+# Samples per second in a timed run (cpu-clock): see benchmarks/profiler_overhead.py for its cost.
+TIMED_FREQUENCY = 499
 
 SPEC = AdapterSpec(
     name="perf",
@@ -84,6 +91,8 @@ class PerfAdapter(Adapter):
         self.frequency = frequency
         self.event = event
         self.call_graph = call_graph
+        self._symbolizer = Symbolizer()  # one per adapter object: a campaign resolves each address once
+        self._tool_version: str | None = None
 
     # --- probe -------------------------------------------------------------------------------------
     def probe(self) -> Usability:
@@ -169,10 +178,73 @@ class PerfAdapter(Adapter):
                        artifacts={DATA_ROLE: data, SCRIPT_ROLE: script_out, "capture.json": meta,
                                   "stdout.txt": stdout, "stderr.txt": stderr})
 
+    # --- timed runs (one kind of run) -----------------------------------------------------------------
+    def timed_options(self) -> dict[str, str | int | float | bool]:
+        return {"event": self.event, "frequency": TIMED_FREQUENCY, "call_graph": "none", "mode": "timed",
+                "fields": TIMED_FIELDS, "program_under": LAUNCHER_COMM}
+
+    def timed_wrap(self, out_dir: str) -> RunWrap | None:
+        exe = self.resolve_tool()
+        if exe is None:
+            return None
+        # No call graph: instruction pointers only, with their inline chains from the line tables.
+        # DWARF unwinding made a 1.0 s program take 1.5 s; sampling the ip alone at this frequency
+        # costs what benchmarks/profiler_overhead.py measures (target <= 3%).
+        return RunWrap(outer=[exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache", "-e", self.event,
+                              "-F", str(TIMED_FREQUENCY), "-o", os.path.join(out_dir, DATA_ROLE), "--"])
+
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
+        exe = self.require_tool()
+        data = os.path.join(out_dir, DATA_ROLE)
+        script_out = os.path.join(out_dir, SCRIPT_ROLE)
+        # --kallsyms=/dev/null: the OS kernel's samples are the machine's, read by module alone
+        # (pw.rules.attribution), and loading kallsyms was most of perf script's 0.2 s.
+        scr = run_tool([exe, "script", "-i", data, "--kallsyms=/dev/null", "-F", TIMED_FIELDS, "--show-task-events"],
+                       cwd=cwd, timeout_s=max(60.0, timeout_s), stdout_path=script_out)
+        if scr.returncode != 0:
+            raise CaptureError(f"perf script exited {scr.returncode}: {last_line(scr.stderr)}")
+        text = open(script_out, "rb").read()
+        decoded = text.decode(errors="replace")
+        pids = program_pids(decoded, LAUNCHER_COMM)
+        if not pids:
+            raise CaptureError("perf's task events do not show pw's launcher starting the program")
+        wanted: dict[str, set[int]] = defaultdict(set)
+        where: dict[tuple[str, str], int] = {}  # (dso, "sym+0xoff") -> address in the dso
+        for sample in parse_perf_script(decoded, offsets=True):
+            if sample.pid in pids:
+                for fr in sample.frames:
+                    if fr.dso and fr.offset is not None and not fr.dso.startswith("["):
+                        key = (fr.dso, _symoff(fr))
+                        if key not in where and (addr := file_address(fr.dso, fr.sym, fr.offset)) is not None:
+                            where[key] = addr
+                            wanted[fr.dso].add(addr)
+        table = self._symbolizer.resolve(dict(wanted))
+        chains: dict[str, dict[str, list]] = defaultdict(dict)
+        for (dso, name), addr in sorted(where.items()):
+            chains[dso][name] = table[dso][addr]
+        lines = json.dumps(chains, sort_keys=True).encode()
+        version = self._version(exe)
+        meta = json.dumps({"adapter": self.spec.name, "tool_version": version, "cwd": cwd, "argv": [],
+                           "options": self.timed_options()}, sort_keys=True).encode()
+        for leftover in (data, script_out):
+            try:
+                os.unlink(leftover)
+            except OSError:
+                pass
+        return {SCRIPT_ROLE: text, LINES_ROLE: lines, "capture.json": meta}
+
+    def _version(self, exe: str) -> str:
+        if self._tool_version is None:
+            out = run_tool([exe, "--version"], timeout_s=10).stdout.decode().strip()
+            self._tool_version = out.removeprefix("perf version ").strip()
+        return self._tool_version
+
     # --- normalize (pure) ------------------------------------------------------------------------------
     def normalize(self, artifacts: Mapping[str, bytes], source_root: str, target: str) -> Profile:
         meta = decode_meta(artifacts)
         text = require_artifact(artifacts, SCRIPT_ROLE, self.spec.name).decode(errors="replace")
+        if meta.options.get("mode") == "timed":
+            return _normalize_timed(text, artifacts.get(LINES_ROLE, b"{}"), meta, source_root, target)
         samples = parse_perf_script(text)
         under = meta.options.get("program_under")
         if isinstance(under, str) and under:
@@ -207,15 +279,16 @@ _SRCLINE = re.compile(r"^ +(?P<file>\S.*?):(?P<line>\d+)(?P<rest>\s.*)?$")
 
 
 class Frame:
-    __slots__ = ("dso", "file", "inlined", "ip", "line", "sym")
+    __slots__ = ("dso", "file", "inlined", "ip", "line", "offset", "sym")
 
-    def __init__(self, ip: str, sym: str, dso: str | None) -> None:
+    def __init__(self, ip: str, sym: str, dso: str | None, offset: int | None = None) -> None:
         self.ip = ip
         self.sym = sym
         self.dso = dso
         self.file: str | None = None
         self.line: int | None = None
         self.inlined = dso is None
+        self.offset = offset  # symoff (timed runs' script): the sample's offset into ``sym``
 
 
 class Sample:
@@ -228,6 +301,9 @@ class Sample:
         self.frames: list[Frame] = []  # leaf first
 
 
+# A sample without a callchain, on one line: "comm pid/tid period event: ip sym+0xoff (dso)".
+_ONE_LINE = re.compile(r"^(?P<comm>\S.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?P<period>\d+)\s+"
+                       r"(?P<event>\S+?):\s+(?P<ip>[0-9a-fA-F]+)\s+(?P<sym>.+?)(?:\s+\((?P<dso>[^()]*)\))?\s*$")
 _TASK = re.compile(r"^\s*(?P<comm>\S.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+PERF_RECORD_(?P<rest>.*?)\s*$")
 _FORK = re.compile(r"^FORK\((?P<pid>\d+):\d+\):\((?P<ppid>\d+):\d+\)")
 _EXEC = re.compile(r"^COMM exec: (?P<name>.*):(?P<pid>\d+)/\d+$")
@@ -264,8 +340,17 @@ def program_pids(text: str, launcher_comm: str) -> set[int]:
     return out
 
 
-def parse_perf_script(text: str) -> list[Sample]:
-    """Parse ``perf script -F comm,pid,tid,period,event,ip,sym,dso,srcline`` output (with callchains)."""
+_SYMOFF = re.compile(r"^(?P<sym>.*)\+0x(?P<off>[0-9a-fA-F]+)$")
+
+
+def _split_symoff(sym: str) -> tuple[str, int | None]:
+    m = _SYMOFF.match(sym)
+    return (m["sym"], int(m["off"], 16)) if m else (sym, None)
+
+
+def parse_perf_script(text: str, *, offsets: bool = False) -> list[Sample]:
+    """Parse ``perf script -F comm,pid,tid,period,event,ip,sym,dso,srcline`` output (with callchains);
+    with ``offsets``, the timed runs' ``sym+0xOFF`` form (``TIMED_FIELDS``)."""
     samples: list[Sample] = []
     cur: Sample | None = None
     for raw in text.splitlines():
@@ -278,7 +363,8 @@ def parse_perf_script(text: str) -> list[Sample]:
         if raw[0] == "\t":
             m = _FRAME.match(raw)
             if cur is not None and m:
-                cur.frames.append(Frame(m["ip"], m["sym"], m["dso"]))
+                sym, off = _split_symoff(m["sym"]) if offsets else (m["sym"], None)
+                cur.frames.append(Frame(m["ip"], sym, m["dso"], off))
             continue
         if raw[0] == " ":
             m = _SRCLINE.match(raw)
@@ -290,6 +376,15 @@ def parse_perf_script(text: str) -> list[Sample]:
         if m:
             cur = Sample(m["event"], int(m["period"]), int(m["pid"]))
             samples.append(cur)
+            continue
+        if offsets:  # no callchain: the one frame follows the header on its line
+            m = _ONE_LINE.match(raw)
+            if m:
+                sym, off = _split_symoff(m["sym"])
+                cur = Sample(m["event"], int(m["period"]), int(m["pid"]))
+                cur.frames.append(Frame(m["ip"], sym, m["dso"], off))
+                samples.append(cur)
+                cur = None
     for s in samples:
         _assign_inline_dsos(s.frames)
     return samples
@@ -410,3 +505,36 @@ def build_profile(samples: list[Sample], *, source_root: str, cwd: str | None, t
     return Profile(tool="perf", tool_version=tool_version, target=target, granularity=gran,
                    metrics=metrics_used or ["samples"], totals=unit(totals), operations=ops,
                    lines=lines, edges=edges)
+
+
+def _normalize_timed(text: str, lines_json: bytes, meta, source_root: str, target: str) -> Profile:
+    """A timed run's profile (pure): the program's samples, each one frame with its offset, expanded
+    into its inline chain from the run's resolved lines (``adapters.symbolize``), innermost first as
+    perf's ``--inline`` prints it, then aggregated as every perf profile is."""
+    table = json.loads(lines_json.decode() or "{}")
+    samples = parse_perf_script(text, offsets=True)
+    pids = program_pids(text, str(meta.options.get("program_under") or LAUNCHER_COMM))
+    kept = []
+    for s in samples:
+        if s.pid not in pids:
+            continue
+        if s.frames:
+            fr = s.frames[0]
+            chain = table.get(fr.dso or "", {}).get(_symoff(fr), []) if fr.offset is not None else []
+            if chain:
+                frames = []
+                for k, (function, file, line) in enumerate(chain):
+                    outer = k == len(chain) - 1
+                    f = Frame(fr.ip, fr.sym if outer else (function or fr.sym), fr.dso if outer else None)
+                    f.file, f.line = file, line
+                    frames.append(f)
+                s.frames = frames
+                _assign_inline_dsos(s.frames)
+        kept.append(s)
+    event = meta.options.get("event")
+    return build_profile(kept, source_root=source_root, cwd=None, target=target, tool_version=meta.tool_version,
+                         event=event if isinstance(event, str) else None)
+
+
+def _symoff(fr: Frame) -> str:
+    return f"{fr.sym}+{fr.offset:#x}"

@@ -203,6 +203,10 @@ class CampaignLook(msgspec.Struct, frozen=True):
     n_pairs: int
     elapsed_s: float
     reason: Literal["continue", "faster", "slower", "same", "max_pairs", "max_time", "empty_interval"]
+    # pw.campaign/3: whether the hotspot's part was shown to carry the saving at this look
+    # ("carried", "not-carried", "undecided"; None: not asked, the speedup was not faster).
+    mechanism: str | None = None
+    admitted: int | None = None  # pairs of the look that counted (None: all)
 
 
 class CampaignRecord(msgspec.Struct, frozen=True):
@@ -226,6 +230,12 @@ class CampaignRecord(msgspec.Struct, frozen=True):
     looks: list[CampaignLook]
     stop: Literal["decided", "margin", "budget", "misfit"]
     continues: int | None = None
+    # pw.campaign/3: a pair whose arms' load differs by more than this share of their wall time is set
+    # aside (None: every pair counts); the mechanism must be decided too (fraction of the saving the
+    # hotspot's part must carry, None: not part of the rule).
+    max_load_imbalance: float | None = None
+    mechanism_fraction: float | None = None
+    cpus: int | None = None  # the machine's CPUs, which the load shares are of
 
 
 class TimedArm(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -260,6 +270,57 @@ class TimingConditions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     unchecked_streams: list[str] = []
 
 
+class CodeRegion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A function's definition lines in one tree (relative file path, 1-based, inclusive)."""
+
+    file: str
+    name: str
+    start: int
+    end: int
+
+
+class CodeSide(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """What counts as one part of a program in one arm's runs: cost on these functions' lines, on
+    these lines, or in operations of these names (kernels, functions without line information)."""
+
+    regions: list[CodeRegion] = []
+    lines: dict[str, list[int]] = {}
+    operations: list[str] = []
+
+
+class Attribution(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """How each profiled run's cost is split (``pw.rules.attribution``). ``hotspot``: the hotspot's
+    code in the reference's tree; ``changed``: in the candidate's tree, the hotspot's code and every
+    function the candidate changed or added and every line it changed (gate rules 19: changed code
+    is no hiding place); ``reach``: in the reference's tree, the hotspot's code and the functions the
+    candidate changed (what its saving can come from: the Amdahl ceiling). ``beyond``: the functions
+    and files the patch changes outside the hotspot's own function (a hybrid arm tests them)."""
+
+    hotspot_operation: str
+    hotspot: CodeSide
+    changed: CodeSide
+    reach: CodeSide
+    changed_functions: list[str] = []
+    beyond: list[str] = []
+
+
+class ProfiledRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One timed run's profile: its raw artifacts by role and its normalized profile, by sha256."""
+
+    raw: dict[str, str]
+    profile: str
+
+
+class RunProfiler(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The profiler every timed run of a campaign ran under, and the build tree each arm's
+    debug information names (normalize needs it to make paths relative)."""
+
+    adapter: str
+    tool_version: str = ""
+    options: dict[str, str | int | float | bool] = {}
+    source_roots: dict[str, str] = {}
+
+
 class TimingRecorded(Payload, frozen=True):
     """Raw timing samples. `order` is the recorded, seeded A/B order of each pair ('AB' or 'BA').
 
@@ -280,6 +341,32 @@ class TimingRecorded(Payload, frozen=True):
     exploratory: bool
     conditions: TimingConditions
     campaign: CampaignRecord | None = None
+    # One kind of run (gate rules 19): every timed run ran under ``profiler``; ``runs`` holds each
+    # arm's profiles in run order, and ``samples`` then also holds, per run, ``{label}:hot_s`` (the
+    # seconds ``attribution`` gives the hotspot's part), ``{label}:reach_s`` (the reference's code that
+    # the candidate changed, for the Amdahl ceiling), ``{label}:user_s`` and ``{label}:sys_s``.
+    profiler: RunProfiler | None = None
+    runs: dict[str, list[ProfiledRun]] = {}
+    attribution: Attribution | None = None
+
+
+class HybridPrepared(Payload, frozen=True):
+    """The hybrid arm of a candidate whose patch reaches beyond the hotspot (gate rules 19): its
+    parent with only the hotspot's changed function(s) taken from the candidate, spliced by the
+    parsers. ``status``: "built" (built and checked by the same oracle: timed as a third arm), or why
+    there is none ("coupled: ...": it did not build or failed the oracle, so the changes hang together
+    and the mechanism is judged by changed-code attribution alone; "not-needed" never appears, an
+    event is recorded only when the patch reaches beyond the hotspot). ``source_sha256`` and
+    ``patch_sha256``: the hybrid's tree manifest and its diff against the parent, as evidence."""
+
+    TYPE = "HybridPrepared"
+    id: str
+    attempt: int
+    label: str
+    status: str
+    functions: list[str] = []
+    source_sha256: str | None = None
+    patch_sha256: str | None = None
 
 
 class RoutingDecided(Payload, frozen=True):
@@ -582,6 +669,7 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         HoldoutsDrawn,
         FaultRecorded,
         TimingRecorded,
+        HybridPrepared,
         RoutingDecided,
         ProfileCaptured,
         ProfileNormalized,

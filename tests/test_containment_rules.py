@@ -11,7 +11,7 @@ import pytest
 from adapters.process import ProcessResult
 from ledger.contract import Contract, Metric, Oracle, Source, Step
 from ledger.events import FaultRecorded, TimingConditions
-from pw.rules.gates import evaluate_gates
+from pw.rules.gates_reprofiled import evaluate_gates
 from pw.rules.judge import _uncontained
 from pw.rules.verdict import reach_verdict
 from pw.workload import containment, output_check

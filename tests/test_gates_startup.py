@@ -14,7 +14,8 @@ import pytest
 
 from ledger.profile import Operation
 from projections.profile_diff import diff_profiles
-from pw.rules.gates import HotspotFacts, ProfileConsistency, consistency_check, decode_inputs, evaluate_gates
+from pw.rules.gates_reprofiled import HotspotFacts, ProfileConsistency, consistency_check, decode_inputs, evaluate_gates
+from pw.rules.rulesets import rule_set
 from pw.rules.startup import (
     STARTUP_OFFSET_MAX_CANDIDATE_FRACTION,
     STARTUP_OFFSET_MAX_FRACTION,
@@ -51,7 +52,7 @@ def test_the_recorded_pyloop_dict_evaluation_fails_rules_7_and_passes_rules_8():
     assert all(g.passed for g in v9.values()), {n: g.detail for n, g in v9.items() if not g.passed}
     m = v9["mechanism"].detail
     assert "63.9% -> 0.0% of the whole run" in m and "0.1024 s start-up" in m and "explains 105%" in m, m
-    assert startup_offset(inputs.profile_consistency, inputs.profile_diff, 7) == 0.0  # rules 7 had no offset
+    assert startup_offset(inputs.profile_consistency, inputs.profile_diff, rule_set(7)) == 0.0  # rules 7 had no offset
 
 
 def test_the_recorded_numbers_on_a_quiet_host_fail_rules_7s_consistency_and_pass_rules_8s():
@@ -89,7 +90,7 @@ def test_the_offset_is_bounded_so_it_cannot_absorb_a_short_profile():
     d = replace(recorded().profile_diff, total_before=0.12)
     c = ProfileConsistency(baseline_timed_median_s=0.36, baseline_timed_log_sd=0.03, baseline_timed_runs=5,
                            candidate_timed_median_s=0.30, candidate_timed_log_sd=0.03, candidate_timed_runs=5)
-    assert startup_offset(c, d, 9) == pytest.approx(STARTUP_OFFSET_MAX_FRACTION * 0.36)
+    assert startup_offset(c, d, rule_set(9)) == pytest.approx(STARTUP_OFFSET_MAX_FRACTION * 0.36)
     # Expected (0.30 - 0.18) x 0.12 / 0.18 = 0.08 s; a profile of 0.25 s fails, 0.08 s passes.
     assert consistency_check(c, replace(d, total_after=0.08), 9)[0]
     ok, why = consistency_check(c, replace(d, total_after=0.25), 9)
@@ -100,7 +101,7 @@ def test_a_launched_profiler_is_judged_as_under_rules_7():
     """perf (launched: the launcher reports the program alone) has no offset; rules 9 change none
     of the honest candidate's results or details."""
     inputs = good_inputs()
-    assert startup_offset(inputs.profile_consistency, inputs.profile_diff, 9) == 0.0
+    assert startup_offset(inputs.profile_consistency, inputs.profile_diff, rule_set(9)) == 0.0
     assert evaluate_gates(inputs, rules=9) == evaluate_gates(inputs, rules=7)
 
 
@@ -197,7 +198,7 @@ def test_on_a_loaded_host_the_offset_is_bounded_by_the_candidates_run():
     stops at three quarters of the candidate's run; the rest of the shortfall is coverage."""
     inputs = decode_inputs(msgspec.json.decode(RECORDED.with_name("pyloop-dict-pyspy-loaded.inputs.json").read_bytes()))
     c = inputs.profile_consistency
-    assert startup_offset(c, inputs.profile_diff, 9) == pytest.approx(STARTUP_OFFSET_MAX_CANDIDATE_FRACTION
+    assert startup_offset(c, inputs.profile_diff, rule_set(9)) == pytest.approx(STARTUP_OFFSET_MAX_CANDIDATE_FRACTION
                                                                       * c.candidate_timed_median_s)
     assert "explains 129% of the saving" in gates(inputs, 7)["mechanism"].detail
     v9 = gates(inputs, 9)

@@ -16,7 +16,7 @@ from adapters.base import Usability
 from adapters.gpu_timeline import decode_jsonl, summarize, to_profile
 from adapters.registry import installed_specs
 from ledger.metrics import is_known
-from pw.rules import gates
+from pw.rules import gates_reprofiled as gates
 from pw.rules.routing import discovery_needs, escalate, route
 from pw.workload.compare import compare_text
 

@@ -11,7 +11,7 @@ import pytest
 from ledger import events as ev
 from ledger.evidence import EvidenceStore
 from pw.app.judging import judge_recorded
-from pw.rules.gates import OUTSIDE_ROI_SLACK, GateInputs, OutsideRoi, evaluate_gates
+from pw.rules.gates_reprofiled import OUTSIDE_ROI_SLACK, GateInputs, OutsideRoi, evaluate_gates
 from tests.conftest import ledger_events, unpack
 from tests.test_gates import good_inputs
 

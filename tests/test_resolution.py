@@ -13,7 +13,7 @@ from ledger.codec import decode_payload
 from ledger.profile import Operation, Profile, encode_profile, merge_profiles
 from projections.profile_diff import diff_profiles
 from pw.rules import resolution as rz
-from pw.rules.gates import HotspotFacts, ResolutionFacts, evaluate_gates
+from pw.rules.gates_reprofiled import HotspotFacts, ResolutionFacts, evaluate_gates
 from tests.test_gates import analysis, good_inputs
 
 BUDGET = rz.Budget(max_runs=16, max_time_s=180.0)

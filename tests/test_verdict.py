@@ -7,7 +7,7 @@ import pytest
 
 from ledger.events import FaultRecorded, GateResult
 from ledger.upcast import upcast
-from pw.rules.gates import Binaries, OracleFacts, evaluate_gates
+from pw.rules.gates_reprofiled import Binaries, OracleFacts, evaluate_gates
 from pw.rules.verdict import reach_verdict
 from tests.test_gates import analysis, good_inputs
 

@@ -1,25 +1,39 @@
-"""Paired timing campaigns: interleaved baseline/candidate runs in a seeded, recorded order.
+"""Paired timing campaigns: interleaved runs of the reference and the candidate (and, when the
+candidate's patch reaches beyond the hotspot, the hybrid arm) in a seeded, recorded order.
 
-Before the first pair and after the last, both built trees are hashed, so a binary swapped or
-rebuilt during the campaign (or a stale one) shows up as a mismatch with what was built.
+One kind of run: with ``profiling``, every timed run is also the profiled run. The discovery adapter
+joins each run the same way for every arm (``adapters.base.RunWrap``: perf around sandbox and
+launcher, py-spy between launcher and program, CUPTI through the environment); the run's profile is
+reduced at once (``Profiling.reduce``) to the seconds its hotspot's part, the reference's reach and
+the machine took, and kept as content-addressed evidence (raw output and normalized profile), so
+`pw audit` renormalizes it. A program cannot behave one way for the timer and another for the
+profiler: there is one run.
 
-Both arms run in the identical sandbox (pw.workload.containment), so timing stays symmetric. With
-``checks``, no timed run goes unchecked: each run's outputs must equal its target's oracle-checked
-output (pw.workload.output_check), and a candidate run that leaves anything for the next run
-beyond what the baseline leaves (a file in or outside its tree, a process) is caught. Either
-fails the campaign with a fault naming the pair, the arm and the stream.
+Before the first pair and after the last, every arm's built tree is hashed, so a binary swapped or
+rebuilt during the campaign shows up as a mismatch with what was built. Every arm runs in the
+identical sandbox (pw.workload.containment). With ``checks``, no timed run goes unchecked: each
+run's outputs must equal its target's oracle-checked output (pw.workload.output_check), or with
+fresh inputs the reference's output in the same pair, and a candidate run that leaves anything for
+the next run beyond what the baseline leaves is caught. Either fails the campaign with a fault
+naming the pair, the arm and the stream.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
+from adapters.base import Adapter, CaptureError
 from ledger import events as ev
 from ledger.contract import Contract
+from ledger.errors import ToolError
+from ledger.evidence import EvidenceStore
+from ledger.profile import decode_profile, encode_profile
+from pw.rules import attribution as attr
 from pw.rules.contention import OTHERS, RUN_QUEUE, STEAL
 from pw.workload import containment, output_check
 from pw.workload import steps as execute
@@ -39,6 +53,41 @@ class RunChecks(msgspec.Struct, frozen=True):
     allowed: list[str] | None = None
 
 
+class Profiling:
+    """The profiler every timed run of a campaign runs under, and how a run's profile is reduced.
+
+    ``attribution`` says which code is the hotspot's part in each arm (None at `pw start`, where the
+    hotspot is not chosen yet: only the profiles are kept). ``source_roots``: the build tree each
+    arm's debug information names (its build directory)."""
+
+    def __init__(self, name: str, adapter: Adapter, evidence: EvidenceStore,
+                 attribution: ev.Attribution | None, source_roots: dict[str, str]) -> None:
+        self.name = name
+        self.adapter = adapter
+        self.evidence = evidence
+        self.attribution = attribution
+        self.source_roots = dict(source_roots)
+
+    def record(self, tool_version: str) -> ev.RunProfiler:
+        return ev.RunProfiler(adapter=self.name, tool_version=tool_version, options=self.adapter.timed_options(),
+                              source_roots=self.source_roots)
+
+    def reduce(self, label: str, role: str, artifacts: dict[str, bytes], wall_s: float
+               ) -> tuple[ev.ProfiledRun, dict[str, float], str]:
+        """Store one run's raw evidence and profile; (the run's record, its per-run series, tool version)."""
+        raw = {r: self.evidence.put(data) for r, data in sorted(artifacts.items())}
+        profile = self.adapter.normalize(artifacts, self.source_roots[label], label)
+        sha = self.evidence.put(encode_profile(profile))
+        series: dict[str, float] = {}
+        a = self.attribution
+        if a is not None:
+            side = a.changed if role == "candidate" else a.hotspot
+            series["hot_s"] = attr.side_seconds(profile, side, wall_s)
+            if role == "reference":
+                series["reach_s"] = attr.side_seconds(profile, a.reach, wall_s)
+        return ev.ProfiledRun(raw=raw, profile=sha), series, profile.tool_version
+
+
 def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:
     """A seed derived from names, recorded in the event: the same campaign reorders the same way."""
     digest = hashlib.sha256(f"{run_id}/{cid}/{attempt}/{purpose}".encode()).digest()
@@ -46,15 +95,77 @@ def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:
 
 
 def _pair_mismatch(contract: Contract, cand: execute.RunOutcome, base: execute.RunOutcome, argv: list[str],
-                   i: int) -> str | None:
-    """Why the candidate's output in pair i differs from the baseline's on the same fresh input."""
+                   i: int, label: str) -> str | None:
+    """Why an arm's output in pair i differs from the reference's on the same fresh input."""
     from pw.workload.differential import compare_outputs
 
     cmp = compare_outputs(contract, cand, base)
     if cmp.passed and cmp.lines > 0:
         return None
     why = cmp.detail if not cmp.passed else "both outputs are empty, nothing was compared"
-    return f"pair {i + 1} on fresh input `{' '.join(argv)}`: the candidate's output differs from the baseline's: {why}"
+    return f"pair {i + 1} on fresh input `{' '.join(argv)}`: {label}'s output differs from the reference's: {why}"
+
+
+class _Arms:
+    """The campaign's arms by letter (A reference, B candidate, C hybrid) and what each run gave."""
+
+    def __init__(self, reference: execute.Target, candidate: execute.Target, hybrid: execute.Target | None) -> None:
+        self.by_letter = {"A": reference, "B": candidate, **({"C": hybrid} if hybrid is not None else {})}
+        self.role = {"A": "reference", "B": "candidate", "C": "hybrid"}
+        self.series: dict[str, list[float | None]] = {}
+        self.runs: dict[str, list[ev.ProfiledRun]] = {t.label: [] for t in self.by_letter.values()}
+        self.tool_version = ""
+
+    @property
+    def targets(self) -> list[execute.Target]:
+        return [self.by_letter[k] for k in sorted(self.by_letter, key="ACB".index)]
+
+    def add(self, label: str, key: str, value: float | None) -> None:
+        self.series.setdefault(f"{label}:{key}" if key else label, []).append(value)
+
+    def samples(self) -> dict[str, list[float]]:
+        """Every series whose every run recorded a value (loads where the launcher reported them)."""
+        out = {}
+        for key, values in self.series.items():
+            if values and all(v is not None for v in values):
+                out[key] = [round(v, 9) for v in values]  # type: ignore[arg-type]
+        return out
+
+
+def _one_run(contract: Contract, arms: _Arms, letter: str, scratch: Path, argv: list[str] | None, tag: str,
+             profiling: Profiling | None) -> execute.RunOutcome:
+    """One timed (and profiled) run of the arm ``letter``, its numbers added to the arms' series."""
+    target = arms.by_letter[letter]
+    wrap, out_dir = None, scratch.parent / f"{scratch.name}-profile"
+    if profiling is not None:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        out_dir.mkdir(parents=True)
+        wrap = profiling.adapter.timed_wrap(str(out_dir.absolute()))
+    out = execute.run_once(contract, target, scratch, argv=argv, tag=tag, wrap=wrap)
+    if execute.classify(out) is not None or out.value is None:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        return out
+    label, p = target.label, out.process
+    arms.add(label, "", round(out.value, 9))
+    for key, value in (("wall_s", p.wall_s), ("max_rss_kb", float(p.max_rss_kb)), (RUN_QUEUE, p.run_queue_s),
+                       (STEAL, p.steal_s), (OTHERS, p.others_cpu_s)):
+        arms.add(label, key, value)
+    if profiling is not None:
+        arms.add(label, "user_s", p.user_s)
+        arms.add(label, "sys_s", p.sys_s)
+        try:
+            artifacts = profiling.adapter.timed_collect(str(out_dir.absolute()), cwd=str(target.build_dir),
+                                                        timeout_s=contract.run.timeout_s)
+        except CaptureError as exc:
+            raise ToolError(f"{profiling.name} on timed run {tag} of {label}: {exc}") from None
+        finally:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        run, series, version = profiling.reduce(label, arms.role[letter], artifacts, p.wall_s)
+        arms.runs[label].append(run)
+        arms.tool_version = arms.tool_version or version
+        for key, value in series.items():
+            arms.add(label, key, value)
+    return out
 
 
 def run_pairs(
@@ -73,121 +184,126 @@ def run_pairs(
     checks: dict[str, RunChecks] | None = None,
     input_seed: int | None = None,
     first: int = 0,
+    profiling: Profiling | None = None,
+    hybrid: execute.Target | None = None,
 ) -> CampaignResult:
-    """With ``input_seed`` and a generator matching the timed argv, pair i runs its own fresh input
-    (the timed argv with a new seed, ``pw.workload.holdouts.draw_pair_inputs``) in both arms, and
-    the candidate's output must match the baseline's in that pair: no timed run is predictable or
-    unchecked. The seed and the inputs are recorded in the conditions."""
-    from pw.stats import interleaved_order
+    """Pairs first..first+pairs-1 of the campaign's one seeded order (triples with a hybrid arm).
+    With ``input_seed`` and a generator matching the timed argv, pair i runs its own fresh input in
+    every arm, and each arm's output must match the reference's in that pair: no timed run is
+    predictable or unchecked. The seed and the inputs are recorded in the conditions."""
+    from pw.stats.order import interleaved_order, interleaved_triples
     from pw.workload.holdouts import draw_pair_inputs
 
-    # Pairs first..first+pairs-1 of the campaign's one seeded order and input stream (an adaptive
-    # campaign runs it block by block, and a continuation picks it up where it stopped).
-    order = list(interleaved_order(first + pairs, seed))[first:]
+    arms = _Arms(baseline, candidate, hybrid)
+    order = (interleaved_triples if hybrid is not None else interleaved_order)(first + pairs, seed)[first:]
     pair_inputs = draw_pair_inputs(contract, input_seed, first + pairs) if input_seed is not None else None
     if pair_inputs is not None:
         pair_inputs = pair_inputs[first:]
-    base_bin_before = execute.binary_digest(baseline)
-    cand_bin_before = execute.binary_digest(candidate)
-    inputs = {t.label: execute.inputs_digest(contract, t) for t in (baseline, candidate)}
-    arms = {"A": baseline, "B": candidate}
-    values: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
-    walls: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
-    rss: dict[str, list[float]] = {baseline.label: [], candidate.label: []}
-    # How the machine's load delayed each run (pw.rules.contention reads them): kept when every
-    # run reports it, as ``{label}:run_queue_s``, ``{label}:steal_s``, ``{label}:others_cpu_s``.
-    waits: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
-    steals: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
-    others: dict[str, list[float | None]] = {baseline.label: [], candidate.label: []}
-    side_effects: list[str] = []
-    baseline_differs: set[str] = set()  # streams the baseline itself does not reproduce
-    candidate_differs: list[tuple[str, str]] = []  # (stream, message), judged once the campaign is over
+    before = {t.label: execute.binary_digest(t) for t in arms.targets}
+    inputs = {t.label: execute.inputs_digest(contract, t) for t in arms.targets}
+    checker = _Checker(contract, arms, checks, purpose, first)
     for i, pair in enumerate(order):
         progress(f"pair {first + i + 1} ({pair})")
         argv = pair_inputs[i] if pair_inputs is not None else None
         outs = {}
-        for arm in pair:
-            target = arms[arm]
-            out = execute.run_once(contract, target, scratch, argv=argv, tag=f"pair-{first + i}-{arm}")
-            outs[arm] = out
-            failure = execute.classify(out)
-            if failure is not None or out.value is None:
-                message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
-                fault = ev.FaultRecorded(
-                    stage=purpose, target=target.label, failure_class=failure or "launch-failed",
-                    message=f"pair {first + i + 1}: {message}",
-                )
-                return CampaignResult(None, fault, side_effects)
-            values[target.label].append(round(out.value, 9))
-            walls[target.label].append(round(out.process.wall_s, 9))
-            rss[target.label].append(float(out.process.max_rss_kb))
-            waits[target.label].append(out.process.run_queue_s)
-            steals[target.label].append(out.process.steal_s)
-            others[target.label].append(out.process.others_cpu_s)
-            side_effects.extend(f"{target.label}: {s}" for s in out.side_effects)
-            chk = (checks or {}).get(target.label)
-            if chk is None:
-                continue
-            where = f"pair {i + 1}, {target.label} (arm {arm})"
-            if chk.allowed is not None and (found := execute.caught(out, chk.allowed)):
-                fault = ev.FaultRecorded(stage=purpose, target=target.label, failure_class="caught",
-                                         message=f"{where}: " + "; ".join(found))
-                return CampaignResult(None, fault, side_effects)
-            if argv is not None:
-                continue  # a fresh input: compared with the baseline's output in the same pair, below
-            seen = output_check.Observed(stdout=out.stdout, stderr=out.stderr, output_file=out.output_file)
-            for stream, detail in output_check.differences(contract, seen, chk.expected):
-                if target is baseline:
-                    baseline_differs.add(stream)
-                else:
-                    candidate_differs.append((stream, f"{where}, {stream}: differs from its oracle-checked "
-                                                      f"output ({detail})"))
-        if argv is not None:
-            differs = _pair_mismatch(contract, outs["B"], outs["A"], argv, first + i)
-            if differs is not None:
-                fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="oracle-failed",
-                                         message=differs)
-                return CampaignResult(None, fault, side_effects)
-    blamed = [msg for stream, msg in candidate_differs if stream not in baseline_differs]
-    if blamed:
-        fault = ev.FaultRecorded(stage=purpose, target=candidate.label, failure_class="output-mismatch",
-                                 message=blamed[0] + (f" (and {len(blamed) - 1} more)" if len(blamed) > 1 else ""))
-        return CampaignResult(None, fault, side_effects)
-    samples = {}
-    for label in (baseline.label, candidate.label):
-        samples[label] = values[label]
-        samples[f"{label}:wall_s"] = walls[label]
-        samples[f"{label}:max_rss_kb"] = rss[label]
-        for key, seen in ((RUN_QUEUE, waits[label]), (STEAL, steals[label]), (OTHERS, others[label])):
-            if seen and all(x is not None for x in seen):
-                samples[f"{label}:{key}"] = [round(x, 6) for x in seen]
+        for letter in pair:
+            out = _one_run(contract, arms, letter, scratch, argv, f"pair-{first + i}-{letter}", profiling)
+            outs[letter] = out
+            fault = checker.run(i, letter, out, fresh=argv is not None)
+            if fault is not None:
+                return CampaignResult(None, fault, checker.side_effects)
+        if argv is not None and (fault := checker.pair(i, outs, argv)) is not None:
+            return CampaignResult(None, fault, checker.side_effects)
+    if (fault := checker.end()) is not None:
+        return CampaignResult(None, fault, checker.side_effects)
     conditions = ev.TimingConditions(
         host=host,
         argv=list(contract.run.argv),
         metric=contract.metric.kind,
         tool_versions=tool_versions,
-        arms={
-            baseline.label: ev.TimedArm(binary_before=base_bin_before, binary_after=execute.binary_digest(baseline),
-                                        inputs_sha256=inputs[baseline.label]),
-            candidate.label: ev.TimedArm(binary_before=cand_bin_before, binary_after=execute.binary_digest(candidate),
-                                         inputs_sha256=inputs[candidate.label]),
-        },
-        side_effects=sorted(set(side_effects)),
+        arms={t.label: ev.TimedArm(binary_before=before[t.label], binary_after=execute.binary_digest(t),
+                                   inputs_sha256=inputs[t.label]) for t in arms.targets},
+        side_effects=sorted(set(checker.side_effects)),
         input_seed=input_seed if pair_inputs is not None else None,
         pair_inputs=[list(a) for a in pair_inputs] if pair_inputs is not None else [],
         sandbox=containment.describe(),
-        output_checks=[s for s in output_check.STREAMS if s not in baseline_differs] if checks else [],
-        unchecked_streams=sorted(baseline_differs),
+        output_checks=[s for s in output_check.STREAMS if s not in checker.baseline_differs] if checks else [],
+        unchecked_streams=sorted(checker.baseline_differs),
     )
     timing = ev.TimingRecorded(
-        purpose=purpose,
-        targets=[baseline.label, candidate.label],
+        purpose=purpose,  # type: ignore[arg-type]
+        targets=[t.label for t in arms.targets],
         metric=f"{contract.metric.kind}_time_s",
         unit="s",
-        samples=samples,
+        samples=arms.samples(),
         order=order,
         seed=seed,
         exploratory=exploratory,
         conditions=conditions,
+        profiler=profiling.record(arms.tool_version) if profiling is not None else None,
+        runs=arms.runs if profiling is not None else {},
+        attribution=profiling.attribution if profiling is not None else None,
     )
-    return CampaignResult(timing, None, sorted(set(side_effects)))
+    return CampaignResult(timing, None, sorted(set(checker.side_effects)))
+
+
+class _Checker:
+    """The checks every timed run of a campaign gets (module docstring)."""
+
+    def __init__(self, contract: Contract, arms: _Arms, checks: dict[str, RunChecks] | None, purpose: str,
+                 first: int) -> None:
+        self.contract, self.arms, self.checks, self.purpose, self.first = contract, arms, checks, purpose, first
+        self.side_effects: list[str] = []
+        self.baseline_differs: set[str] = set()  # streams the reference itself does not reproduce
+        self.candidate_differs: list[tuple[str, str, str]] = []  # (label, stream, message), judged at the end
+
+    def run(self, i: int, letter: str, out: execute.RunOutcome, *, fresh: bool) -> ev.FaultRecorded | None:
+        target = self.arms.by_letter[letter]
+        failure = execute.classify(out)
+        if failure is not None or out.value is None:
+            message = execute.failure_message(self.contract, out) if failure else (out.metric_error or "no metric")
+            return ev.FaultRecorded(stage=self.purpose, target=target.label, failure_class=failure or "launch-failed",
+                                    message=f"pair {self.first + i + 1}: {message}")
+        self.side_effects.extend(f"{target.label}: {s}" for s in out.side_effects)
+        chk = (self.checks or {}).get(target.label)
+        if chk is None:
+            return None
+        where = f"pair {i + 1}, {target.label} (arm {letter})"
+        if chk.allowed is not None and (found := execute.caught(out, chk.allowed)):
+            return ev.FaultRecorded(stage=self.purpose, target=target.label, failure_class="caught",
+                                    message=f"{where}: " + "; ".join(found))
+        if fresh:
+            return None  # a fresh input: compared with the reference's output in the same pair
+        seen = output_check.Observed(stdout=out.stdout, stderr=out.stderr, output_file=out.output_file)
+        for stream, detail in output_check.differences(self.contract, seen, chk.expected):
+            if letter == "A":
+                self.baseline_differs.add(stream)
+            else:
+                self.candidate_differs.append((target.label, stream, f"{where}, {stream}: differs from its "
+                                                                      f"oracle-checked output ({detail})"))
+        return None
+
+    def pair(self, i: int, outs: dict[str, execute.RunOutcome], argv: list[str]) -> ev.FaultRecorded | None:
+        for letter in ("B", "C"):
+            if letter not in outs:
+                continue
+            label = self.arms.by_letter[letter].label
+            differs = _pair_mismatch(self.contract, outs[letter], outs["A"], argv, self.first + i,
+                                     "the candidate" if letter == "B" else f"the hybrid arm {label}")
+            if differs is not None:
+                return ev.FaultRecorded(stage=self.purpose, target=label, failure_class="oracle-failed",
+                                        message=differs)
+        return None
+
+    def end(self) -> ev.FaultRecorded | None:
+        blamed = [(label, msg) for label, stream, msg in self.candidate_differs if stream not in self.baseline_differs]
+        if not blamed:
+            return None
+        label, first = blamed[0]
+        return ev.FaultRecorded(stage=self.purpose, target=label, failure_class="output-mismatch",
+                                message=first + (f" (and {len(blamed) - 1} more)" if len(blamed) > 1 else ""))
+
+
+def profile_of(evidence: EvidenceStore, run: ev.ProfiledRun):
+    """One timed run's normalized profile, from the evidence store."""
+    return decode_profile(evidence.get(run.profile))

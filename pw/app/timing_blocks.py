@@ -1,9 +1,10 @@
 """Adaptive timing campaigns: blocks of interleaved pairs until the stopping rule says stop.
 
-The controller is `pw.stats.adaptive.run_campaign` (the same one benchmarks/stats_sim.py feeds
-simulated timings); this shell gives it real pairs through `campaign.run_pairs`, one block at a time
-from the campaign's single seeded order, and records the part as one TimingRecorded whose
-`campaign` says which looks were taken, what each said and why the part stopped.
+The controller is `pw.stats.adaptive.run_looks` with the looks of `pw.rules.stopping` (pw.campaign/3:
+the pairs the load admits, the speedup, and the mechanism on the same pairs); this shell gives it
+real pairs through `campaign.run_pairs`, one block at a time from the campaign's single seeded
+order, and records the part as one TimingRecorded whose `campaign` says which looks were taken,
+what each said and why the part stopped.
 """
 
 from __future__ import annotations
@@ -11,16 +12,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import msgspec
+
 from ledger import events as ev
 from ledger.contract import Sampling
 from ledger.errors import InputError
 from pw.app import campaign
 from pw.rules import stopping
-from pw.stats.adaptive import CampaignParams, progress_line, run_campaign
+from pw.rules.contention import MAX_LOAD_IMBALANCE
+from pw.stats.adaptive import CampaignParams, progress_line, run_looks
 from pw.workload import steps as execute
 
 # Confirmation is stricter: it never stops before this many pairs (a lucky first block cannot confirm).
 CONFIRMATION_MIN_PAIRS = 10
+# The mechanism: the hotspot's part (or the hybrid arm) must carry at least this fraction of the
+# saving, "most of the saving" (the campaign decides it on the pairs, like the speedup).
+MECHANISM_FRACTION = 0.5
 
 
 def campaign_params(
@@ -57,44 +64,50 @@ def run_adaptive(
     continues: int | None = None,
     input_seed: int | None = None,
     checks: dict[str, campaign.RunChecks] | None = None,
+    profiling: campaign.Profiling | None = None,
+    hybrid: execute.Target | None = None,
+    cpus: int = 1,
 ) -> campaign.CampaignResult:
-    """One part of an adaptive campaign; `earlier` (all parts so far, merged) and `continues` (the
-    seq of the last of them) for a continuation."""
+    """One part of an adaptive campaign (pw.campaign/3); `earlier` (all parts so far, merged) and
+    `continues` (the seq of the last of them) for a continuation. With ``profiling`` every timed run
+    is profiled and, when it carries an attribution, the campaign decides the mechanism too."""
     blocks: list[ev.TimingRecorded] = []
     failure: list[ev.FaultRecorded] = []
     side: set[str] = set()
     status = [f"timing: at least {params.min_pairs} pairs, at most {params.max_pairs}"]
     started = time.monotonic()
+    labels = (baseline.label, hybrid.label if hybrid is not None else None, candidate.label)
+    fraction = MECHANISM_FRACTION if profiling is not None and profiling.attribution is not None else None
 
     def measure(first: int, count: int):
         result = campaign.run_pairs(
             contract, baseline, candidate, pairs=count, seed=seed, purpose=purpose, exploratory=False,
             host=host, scratch=scratch, tool_versions=tool_versions,
             progress=lambda m: progress(f"{status[0]} · running {m}"), first=first, input_seed=input_seed,
-            checks=checks,
+            checks=checks, profiling=profiling, hybrid=hybrid,
         )
         side.update(result.side_effects)
         if result.failure is not None:
             failure.append(result.failure)
             return None
         blocks.append(result.timing)
-        return result.timing.samples[baseline.label], result.timing.samples[candidate.label]
+        return result.timing.samples
+
+    def decide(series: dict[str, list[float]], elapsed: float):
+        return stopping.look_of_samples(series, labels, params, elapsed, cpus=cpus,
+                                        max_imbalance=MAX_LOAD_IMBALANCE, fraction=fraction)
 
     def on_look(look) -> None:
         status[0] = progress_line(look, params)
         progress(status[0])
 
-    prior = ((), ())
-    if earlier is not None:
-        prior = (earlier.samples[baseline.label], earlier.samples[candidate.label])
-    outcome = run_campaign(
-        measure, params, clock=lambda: round(time.monotonic() - started, 3), earlier=prior, on_look=on_look
+    _series, looks, aborted = run_looks(
+        measure, params, decide, clock=lambda: round(time.monotonic() - started, 3),
+        earlier=dict(earlier.samples) if earlier is not None else None, on_look=on_look, length_key=baseline.label,
     )
-    if outcome.aborted:
+    if aborted:
         return campaign.CampaignResult(None, failure[0], sorted(side))
-    last = outcome.looks[-1]
     merged = stopping.merge(blocks)
-    record = stopping.record_of(params, outcome.looks, last.kind, continues)
-    import msgspec
-
+    record = stopping.record_of(params, looks, looks[-1].kind, continues, max_load_imbalance=MAX_LOAD_IMBALANCE,
+                                mechanism_fraction=fraction, cpus=cpus)
     return campaign.CampaignResult(msgspec.structs.replace(merged, campaign=record), None, sorted(side))

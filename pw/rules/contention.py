@@ -100,3 +100,43 @@ def contention_reason(timing: ev.TimingRecorded | None, cpus: int) -> str | None
     return (f"the machine was busy during the timed runs (medians: {each}; limits {CONTENDED_SHARE:.0%} and "
             f"{OTHERS_SHARE:.0%}), so the timings are of other work's load as much as of the code: rerun the "
             "campaign on a quiet machine")
+
+
+# --- gate rules 19: load is measured per pair, not vetoed --------------------------------------------
+#
+# What biases a paired ratio is load that differs between a pair's two arms (a burst that hits one of
+# them), not load as such: steady load slows both arms alike and cancels out of their ratio. So a pair
+# counts when its arms' loads are balanced, whatever their level, and the campaign runs on inside its
+# budget until the pairs it admitted decide. A run's load is the share of its wall time it waited for a
+# CPU (run queue, and the hypervisor's steal spread over the CPUs) plus the share of the other CPUs'
+# time that other work used while it ran; a pair's imbalance is the largest difference between any two
+# of its arms. MAX_LOAD_IMBALANCE comes from A/A campaigns under a bounded load generator
+# (benchmarks/load_balance.py): the imbalance beyond which the A/A pairs' log ratios spread more than
+# the quiet host's.
+MAX_LOAD_IMBALANCE = 0.15
+
+
+def run_loads(samples: dict[str, list[float]], label: str, cpus: int) -> list[float] | None:
+    """Each run's load (the comment above), or None where the runs did not record it."""
+    walls = samples.get(f"{label}:{WALL}")
+    if not walls:
+        return None
+    n, cpus = len(walls), max(1, cpus)
+    waits = _per_run(samples, label, RUN_QUEUE, n)
+    if waits is None:
+        return None
+    steals = _per_run(samples, label, STEAL, n) or [0.0] * n
+    others = _per_run(samples, label, OTHERS, n) or [0.0] * n
+    return [((w + max(0.0, s) / cpus) / t + o / (t * max(1, cpus - 1))) if t > 0 else math.inf
+            for w, s, o, t in zip(waits, steals, others, walls, strict=True)]
+
+
+def admitted_pairs(samples: dict[str, list[float]], labels: list[str], cpus: int,
+                   max_imbalance: float | None) -> list[bool]:
+    """Which pairs count: those whose arms' loads differ by at most ``max_imbalance`` (every pair
+    when it is None or a run did not record its load)."""
+    n = len(samples.get(labels[0], []))
+    loads = [run_loads(samples, label, cpus) for label in labels]
+    if max_imbalance is None or any(x is None or len(x) != n for x in loads):
+        return [True] * n
+    return [max(x[i] for x in loads) - min(x[i] for x in loads) <= max_imbalance for i in range(n)]  # type: ignore[index]

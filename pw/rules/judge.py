@@ -19,8 +19,11 @@ from ledger import events as ev
 from ledger.codec import canonical_json
 from ledger.metrics import metric as metric_spec
 from ledger.profile import decode_profile
+from pw.rules import gate_facts as gf
 from pw.rules import gates as g
+from pw.rules import gates_reprofiled as gr
 from pw.rules import stopping
+from pw.rules.rulesets import GATE_RULES, RuleSet, rule_set
 from pw.rules.verdict import reach_verdict
 
 
@@ -75,6 +78,7 @@ class Selection(msgspec.Struct, frozen=True):
     # Each single-run profile (by sha256) and the ProfileCaptured recorded with it: the launcher's
     # report on every run a merged profile sums (gate rules 16).
     part_captures: dict[str, ev.ProfileCaptured] = {}
+    hybrid: Found = None  # HybridPrepared of this attempt: the hotspot's change alone, or why it could not be made
 
 
 def _captures_by_profile(items) -> dict[str, ev.ProfileCaptured]:
@@ -106,14 +110,18 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
     # A second CPU reprofile (the adapter the diagnosis climbed to) is shown, not diffed by the gates.
     discovery = _latest(items, lambda d: isinstance(d, ev.RoutingDecided) and d.phase == "discovery")
     first = discovery[1].chosen if discovery else None
-    cand_prof = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
-                        and d.adapter != "ncu" and d.adapter == first) or \
-        _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid and d.adapter != "ncu")
-    cand_diag = None
-    if cand_prof is not None:
-        cand_diag = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
-                            and d.adapter not in ("ncu", cand_prof[1].adapter))
     timing = _latest(attempt, lambda d: isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid)
+    profiled_pairs = timing is not None and timing[1].profiler is not None
+    cand_prof = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
+                        and d.adapter != "ncu" and d.adapter == first)
+    if cand_prof is None and not profiled_pairs:  # rules 1-18: whichever reprofile there was
+        cand_prof = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
+                            and d.adapter != "ncu")
+    cand_diag = None
+    if cand_prof is not None or profiled_pairs:  # the exact-count channel beside the discovery one
+        own = cand_prof[1].adapter if cand_prof is not None else first
+        cand_diag = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
+                            and d.adapter not in ("ncu", own))
     if timing is not None:  # every part of an adaptive campaign, as one
         timing = (timing[0], stopping.merged_timing(items, *timing))
     # A chained candidate is timed against its parent: the parent's build and profile are the reference.
@@ -144,17 +152,22 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         candidate_diagnosis_capture=mine(ev.ProfileCaptured, target=cid, adapter=cand_diag[1].adapter) if cand_diag else None,
         resolution=mine(ev.ReprofileResolved, target=cid),
         part_captures=_captures_by_profile(items),
+        hybrid=mine(ev.HybridPrepared, id=cid),
     )
 
 
 def profiles_needed(envelopes: list[ev.Envelope], cid: str) -> list[str]:
     """The evidence (normalized profiles, by sha256) `judge_events` will read for `cid`."""
     s = select(envelopes, cid)
-    if s.candidate_profile is None or s.baseline_profile is None or s.hotspot is None:
-        return []
     counters = [f[1].profile_sha256 for f in (s.baseline_counters, s.candidate_counters) if f is not None]
     diagnosis = [f[1].profile_sha256 for f in (s.reference_diagnosis, s.candidate_diagnosis)
                  if f is not None and s.reference_diagnosis is not None]
+    if s.timing is not None and s.timing[1].profiler is not None:  # one kind of run: the runs' own profiles
+        from pw.rules.judge_pairs import profiles_of
+
+        return [*profiles_of(s.timing[1]), *counters, *diagnosis]
+    if s.candidate_profile is None or s.baseline_profile is None or s.hotspot is None:
+        return []
     return [s.baseline_profile[1].profile_sha256, s.candidate_profile[1].profile_sha256, *counters, *diagnosis,
             *_run_parts(s)]
 
@@ -166,13 +179,13 @@ def _run_parts(s: Selection) -> list[str]:
     return before + after if min(len(before), len(after)) >= 2 else []
 
 
-def _run_shares(s: Selection, profiles: Mapping[str, bytes], diff, rules: int) -> dict[str, list[list[float]]]:
+def _run_shares(s: Selection, profiles: Mapping[str, bytes], diff, rs: RuleSet) -> dict[str, list[list[float]]]:
     """Gate rules 16: each operation no-collateral checks, its share of each profiled run on both
     sides, in the diff's metric."""
     parts = _run_parts(s)
-    if rules < 16 or not parts or diff is None:
+    if not rs.between_runs or not parts or diff is None:
         return {}
-    from pw.rules.gates import COLLATERAL_MIN_SHARE
+    from pw.rules.gate_facts import COLLATERAL_MIN_SHARE
 
     m = diff.metric
     checked = [op.id for op in diff.operations
@@ -187,7 +200,7 @@ def _run_shares(s: Selection, profiles: Mapping[str, bytes], diff, rules: int) -
     return {op: [sides[0][k], sides[1][k]] for k, op in enumerate(checked)}
 
 
-def _diagnosis_facts(s: Selection, profiles: Mapping[str, bytes]) -> g.DiagnosisFacts | None:
+def _diagnosis_facts(s: Selection, profiles: Mapping[str, bytes]) -> gf.DiagnosisFacts | None:
     """The diagnosis adapter's hotspot and total, reference vs candidate (None without both profiles)."""
     if s.reference_diagnosis is None or s.candidate_diagnosis is None or s.hotspot is None:
         return None
@@ -203,14 +216,14 @@ def _diagnosis_facts(s: Selection, profiles: Mapping[str, bytes]) -> g.Diagnosis
         return float(o.inclusive_metrics.get(metric, o.self_metrics.get(metric, 0.0))) if o is not None else 0.0
 
     capture = s.candidate_diagnosis_capture[1] if s.candidate_diagnosis_capture else None
-    return g.DiagnosisFacts(adapter=s.candidate_diagnosis[1].adapter, metric=metric, hotspot=op,
+    return gf.DiagnosisFacts(adapter=s.candidate_diagnosis[1].adapter, metric=metric, hotspot=op,
                             hotspot_before=inclusive(before), hotspot_after=inclusive(after),
                             total_before=float(before.totals.get(metric, 0.0)),
                             total_after=float(after.totals.get(metric, 0.0)),
                             reused=bool(capture is not None and capture.reused_from))
 
 
-def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, timeline_after) -> g.CounterFacts | None:
+def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, timeline_after) -> gf.CounterFacts | None:
     """The counter the candidate's stated mechanism names, from the Nsight Compute profiles of the
     hotspot kernel (parent and candidate) and the timelines' totals; None for CPU hotspots."""
     if s.hotspot is None or s.hotspot[1].metric != "gpu_time_ns" or s.prepared is None:
@@ -224,7 +237,7 @@ def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, t
             out.update(o.self_metrics if o is not None else {})
         return out
 
-    return g.gpu_counter_facts(s.prepared[1].mechanism, metrics(s.baseline_counters, timeline_before),
+    return gf.gpu_counter_facts(s.prepared[1].mechanism, metrics(s.baseline_counters, timeline_before),
                                metrics(s.candidate_counters, timeline_after))
 
 
@@ -304,18 +317,18 @@ def _side_effects(s: Selection, cid: str) -> list[str]:
     return side
 
 
-def _conditions(s: Selection, cid: str) -> tuple[g.Conditions, g.Conditions]:
+def _conditions(s: Selection, cid: str) -> tuple[gf.Conditions, gf.Conditions]:
     """(the baseline's, as recorded by `pw start`; the candidate's, as recorded by its campaign)."""
     run, contract = s.run[1], s.run[1].contract
     base_arm = s.baseline_timing[1].conditions.arms.get("baseline") if s.baseline_timing else None
-    baseline = g.Conditions(host=run.host.hostname, argv=list(contract.run.argv),
+    baseline = gf.Conditions(host=run.host.hostname, argv=list(contract.run.argv),
                             inputs_sha256=base_arm.inputs_sha256 if base_arm else None,
                             tool_versions=_tool_versions(s.preflight[1] if s.preflight else None))
     if s.timing is None:
-        return baseline, g.Conditions()
+        return baseline, gf.Conditions()
     c = s.timing[1].conditions
     cand_arm = c.arms.get(cid)
-    candidate = g.Conditions(host=c.host, argv=list(c.argv), inputs_sha256=cand_arm.inputs_sha256 if cand_arm else None,
+    candidate = gf.Conditions(host=c.host, argv=list(c.argv), inputs_sha256=cand_arm.inputs_sha256 if cand_arm else None,
                              tool_versions=dict(c.tool_versions))
     return baseline, candidate
 
@@ -341,7 +354,7 @@ def _arm(samples: list[float]) -> tuple[float | None, float | None]:
     return round(float(np.median(vals)), 9), round(float(np.std(np.log(vals), ddof=1)), 9)
 
 
-def _profile_consistency(s: Selection, cid: str, ref: str, rules: int = g.GATE_RULES) -> g.ProfileConsistency | None:
+def _profile_consistency(s: Selection, cid: str, ref: str, rs: RuleSet) -> gr.ProfileConsistency | None:
     """What the profile-consistency check (gate rules 5) reads: each profiled run, as the launcher
     reported it, and the same target's timed runs. The reference's timed runs are those timed
     alongside its profile (the baseline-variance stage for the baseline), so that a machine busier
@@ -358,16 +371,16 @@ def _profile_consistency(s: Selection, cid: str, ref: str, rules: int = g.GATE_R
     else:
         ref_timed = _timed_wall(s.timing[1], ref)
     b_med, b_sd = _arm(ref_timed)
-    if rules >= 11 and b_sd is not None:
+    if rs.reference_spread_from_campaign and b_sd is not None:
         _, arm_sd = _arm(_timed_wall(s.timing[1], ref))
         b_sd = max(b_sd, arm_sd) if arm_sd is not None else b_sd
     c_med, c_sd = _arm(_timed_wall(s.timing[1], cid))
     bc, cc = s.baseline_capture[1], s.candidate_capture[1]
     b_launched, b_wall, c_launched, c_wall = bc.launched, bc.program_wall_s, cc.launched, cc.program_wall_s
-    if rules >= 16:
+    if rs.between_runs:
         b_launched, b_wall = _profiled_walls(s, s.baseline_profile, bc)
         c_launched, c_wall = _profiled_walls(s, s.candidate_profile, cc)
-    return g.ProfileConsistency(
+    return gr.ProfileConsistency(
         baseline_launched=b_launched, candidate_launched=c_launched,
         baseline_profiled_wall_s=b_wall, candidate_profiled_wall_s=c_wall,
         baseline_timed_median_s=b_med, baseline_timed_log_sd=b_sd, baseline_timed_runs=len(ref_timed),
@@ -377,7 +390,7 @@ def _profile_consistency(s: Selection, cid: str, ref: str, rules: int = g.GATE_R
     )
 
 
-def _outside_roi(timing: ev.TimingRecorded, ref: str, cid: str) -> g.OutsideRoi | None:
+def _outside_roi(timing: ev.TimingRecorded, ref: str, cid: str, kind):
     """Gate rules 17: per pair, the candidate's whole-process seconds outside the region of interest
     less the baseline's (None without the launcher's wall time for every run, or under 3 pairs)."""
     import numpy as np
@@ -391,7 +404,7 @@ def _outside_roi(timing: ev.TimingRecorded, ref: str, cid: str) -> g.OutsideRoi 
         return None
     outside = [np.asarray(w, dtype=float) - np.asarray(r, dtype=float) for w, r in zip(walls, rois)]
     mean, _sd, low, high = t_interval_log(outside[1] - outside[0], 0.95)
-    return g.OutsideRoi(pairs=n, growth_mean_s=round(float(mean), 9), growth_low_s=round(float(low), 9),
+    return kind(pairs=n, growth_mean_s=round(float(mean), 9), growth_low_s=round(float(low), 9),
                         growth_high_s=round(float(high), 9),
                         baseline_outside_median_s=round(float(np.median(outside[0])), 9),
                         candidate_outside_median_s=round(float(np.median(outside[1])), 9),
@@ -419,27 +432,27 @@ def _profiled_runs(found: Found) -> int:
     return max(1, len(found[1].parts)) if found is not None else 1
 
 
-def _adapter_facts(s: Selection, profile_diff) -> g.AdapterFacts | None:
+def _adapter_facts(s: Selection, profile_diff) -> gf.AdapterFacts | None:
     """What the reprofiling adapter could do and measured, from the events that recorded it."""
     if s.candidate_profile is None:
         return None
     name = s.candidate_profile[1].adapter
     probe = next((p for p in (s.preflight[1].profilers if s.preflight else []) if p.name == name), None)
     measured = sorted(set(profile_diff.baseline_metrics) & set(profile_diff.candidate_metrics)) if profile_diff else []
-    return g.AdapterFacts(
+    return gf.AdapterFacts(
         name=name, can_reprofile=bool(s.candidate_capture and s.candidate_capture[1].can_reprofile),
         usable=bool(probe and probe.usable), measured=measured, simulated=[m for m in measured if _is_simulated(m)],
     )
 
 
-def _resolution_facts(r: ev.ReprofileResolved) -> g.ResolutionFacts:
+def _resolution_facts(r: ev.ReprofileResolved) -> gr.ResolutionFacts:
     last = r.looks[-1] if r.looks else None
-    return g.ResolutionFacts(stop=r.stop, runs_before=last.runs_before if last else 0,
+    return gr.ResolutionFacts(stop=r.stop, runs_before=last.runs_before if last else 0,
                              runs_after=last.runs_after if last else 0, max_runs=r.max_runs,
                              max_time_s=r.max_time_s, required_samples=r.required_samples)
 
 
-def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, Any], rules: int) -> str | None:
+def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, Any], rs: RuleSet) -> str | None:
     """Gate rules 10: why a candidate timed against its parent is not shown faster than the baseline
     along the chain of parents, or None. Its verdict is the step over the parent, and a step over a
     parent slowed on purpose is real while the program gained nothing: a series-c candidate whose
@@ -470,7 +483,7 @@ def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, 
     if total_low <= 1.0 + min_effect:
         return (f"{speedup:.4g}x over its parent {parent!r}, but {total:.4g}x (low {total_low:.4g}) over the "
                 f"baseline along {path}: not shown faster than the baseline (the parent was {before.speedup:.4g}x)")
-    if rules >= 18:
+    if rs.chain_parents_verified:
         for step in before.steps:
             cand = state.candidates[step]
             judged = cand.confirmation or cand.verdict
@@ -494,31 +507,72 @@ def same_image(reference: ev.BuildFinished | None, build: ev.BuildFinished | Non
             "differs in debug info or sources only): nothing it changed runs, whatever the timing measured")
 
 
-def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, bytes],
-                 rules: int = g.GATE_RULES) -> Judgement:
-    """Judge `cid`'s latest attempt from `envelopes` and the profile bytes `profiles_needed` named,
-    under gate rules version `rules`."""
-    s = select(envelopes, cid)
-    run_seq, run = s.run
-    contract = run.contract
-    pf, diff, build, oracle, timing = s.preflight, s.diff, s.build, s.oracle, s.timing
-    hot, base_prof, cand_prof, base_build = s.hotspot, s.baseline_profile, s.candidate_profile, s.baseline_build
-    diff_seq, diff = diff
-    # A chained candidate is timed against its parent: the parent's build and profile are the reference.
+def _judged_reference(rs: RuleSet, s: Selection, envelopes: list[ev.Envelope]) -> tuple[str, Found]:
+    """(the reference's label, its successful build): the baseline, or a chained candidate's parent
+    (the timed one; untimed, the parent it is prepared on, under rules 15 on)."""
+    timing = s.timing
     ref = timing[1].targets[0] if timing else "baseline"
-    if rules >= 15 and timing is None and s.prepared is not None and s.prepared[1].resolved_parent != "baseline":
-        # Rules 15: untimed (its parent's own image, which `pw evaluate` does not time, or a failure
-        # before timing), a chained candidate is still judged against the parent it is a step over.
+    base_build = s.baseline_build
+    if rs.untimed_chain_against_parent and timing is None and s.prepared is not None \
+            and s.prepared[1].resolved_parent != "baseline":
         ref = s.prepared[1].resolved_parent
         base_build = _latest([(e.seq, e.data) for e in envelopes], lambda d: isinstance(d, ev.BuildFinished)
                              and d.target == ref and d.outcome == "ok")
+    return ref, base_build
 
-    analysis = analyze(timing[1], cid) if timing else None
-    wall = analyze(timing[1], cid, ":wall_s") if timing and contract.metric.kind == "roi" else None
 
-    profile_diff = None
-    diff_bytes = None
-    bp = cp = None
+def _shared_inputs(s: Selection, cid: str, ref: str, base_build: Found, analysis) -> dict[str, Any]:
+    """The gate inputs every rule family records alike (correctness, significance, reproducible)."""
+    run_seq, run = s.run
+    contract = run.contract
+    pf, (_, diff), build, oracle, timing, hot = s.preflight, s.diff, s.build, s.oracle, s.timing, s.hotspot
+    arms = timing[1].conditions.arms if timing else {}
+    baseline_conditions, candidate_conditions = _conditions(s, cid)
+    return dict(
+        candidate=cid,
+        exploratory=bool(timing and timing[1].exploratory),
+        oracle=gf.OracleFacts(passed=oracle[1].passed, detail=oracle[1].detail, method=oracle[1].method,
+                             rtol=oracle[1].rtol, atol=oracle[1].atol) if oracle else None,
+        refused_edits=list(diff.refused),
+        run_side_effects=_side_effects(s, cid),
+        analysis=analysis,
+        min_pairs=gf.DEFAULT_MIN_PAIRS,
+        baseline_conditions=baseline_conditions,
+        candidate_conditions=candidate_conditions,
+        binaries=gf.Binaries(
+            baseline_expected=base_build[1].binary_sha256 if base_build else None,
+            baseline_timed=_timed_digest(arms.get(ref)),
+            candidate_built=build[1].binary_sha256 if build else None, candidate_timed=_timed_digest(arms.get(cid)),
+        ),
+        hotspot=gf.HotspotFacts(operation=hot[1].operation, metric=hot[1].metric, share=hot[1].share,
+                               amdahl_ceiling=hot[1].amdahl_ceiling) if hot else None,
+        peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
+        peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],
+        repro=gf.Repro(
+            command=list(contract.run.argv), build_sha256=build[1].binary_sha256 if build else None,
+            host=run.host.hostname, tool_versions=_tool_versions(pf[1] if pf else None),
+            source_sha256=diff.source_sha256, run_id=run.run_id,
+        ),
+    )
+
+
+def _seqs(s: Selection, wall) -> gf.Seqs:
+    timing, pf, build, oracle, hot = s.timing, s.preflight, s.build, s.oracle, s.hotspot
+    return gf.Seqs(
+        run=s.run[0], preflight=pf[0] if pf else None, diff=s.diff[0], build=build[0] if build else None,
+        oracle=oracle[0] if oracle else None, timing=timing[0] if timing else None,
+        wall=timing[0] if wall is not None and timing else None, hotspot=hot[0] if hot else None,
+        baseline_profile=s.baseline_profile[0] if s.baseline_profile else None,
+        candidate_profile=s.candidate_profile[0] if s.candidate_profile else None,
+        resolution=s.resolution[0] if s.resolution else None,
+    )
+
+
+def _reprofiled_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: dict[str, Any],
+                       profiles: Mapping[str, bytes], wall) -> tuple[Any, bytes | None]:
+    """Rules 1-18: the gate inputs of a campaign of unprofiled pairs and a separate reprofile."""
+    timing, hot, base_prof, cand_prof = s.timing, s.hotspot, s.baseline_profile, s.candidate_profile
+    profile_diff, diff_bytes, bp, cp = None, None, None, None
     if cand_prof and base_prof and hot:
         from projections.profile_diff import diff_profiles
 
@@ -534,75 +588,101 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         except ValueError:
             profile_diff = None
         diff_bytes = canonical_json(profile_diff) if profile_diff is not None else None
-
-    counter = _gpu_counter(s, profiles, bp, cp)
-    adapter = _adapter_facts(s, profile_diff)
-    versions_then = _tool_versions(pf[1] if pf else None)
-    side = _side_effects(s, cid)
-    arms = timing[1].conditions.arms if timing else {}
-    timed_base, timed_cand = _timed_digest(arms.get(ref)), _timed_digest(arms.get(cid))
-    baseline_conditions, candidate_conditions = _conditions(s, cid)
-
-    inputs = g.GateInputs(
-        candidate=cid,
-        exploratory=bool(timing and timing[1].exploratory),
-        seqs=g.Seqs(
-            run=run_seq, preflight=pf[0] if pf else None, diff=diff_seq, build=build[0] if build else None,
-            oracle=oracle[0] if oracle else None, timing=timing[0] if timing else None,
-            wall=timing[0] if wall is not None and timing else None, hotspot=hot[0] if hot else None,
-            baseline_profile=base_prof[0] if base_prof else None, candidate_profile=cand_prof[0] if cand_prof else None,
-            resolution=s.resolution[0] if s.resolution else None,
-        ),
-        oracle=g.OracleFacts(passed=oracle[1].passed, detail=oracle[1].detail, method=oracle[1].method,
-                             rtol=oracle[1].rtol, atol=oracle[1].atol) if oracle else None,
-        refused_edits=list(diff.refused),
-        run_side_effects=side,
-        analysis=analysis,
-        min_pairs=g.DEFAULT_MIN_PAIRS,
-        baseline_conditions=baseline_conditions,
-        candidate_conditions=candidate_conditions,
-        binaries=g.Binaries(
-            baseline_expected=base_build[1].binary_sha256 if base_build else None, baseline_timed=timed_base,
-            candidate_built=build[1].binary_sha256 if build else None, candidate_timed=timed_cand,
-        ),
-        hotspot=g.HotspotFacts(operation=hot[1].operation, metric=hot[1].metric, share=hot[1].share,
-                               amdahl_ceiling=hot[1].amdahl_ceiling) if hot else None,
-        profile_diff=profile_diff,
-        adapter=adapter,
-        counter=counter,
-        diagnosis=_diagnosis_facts(s, profiles),
-        profile_consistency=_profile_consistency(s, cid, ref, rules) if profile_diff is not None else None,
+    roi = timing is not None and s.run[1].contract.metric.kind == "roi"
+    inputs = gr.GateInputs(
+        **shared, seqs=_seqs(s, wall), profile_diff=profile_diff, adapter=_adapter_facts(s, profile_diff),
+        counter=_gpu_counter(s, profiles, bp, cp), diagnosis=_diagnosis_facts(s, profiles),
+        profile_consistency=_profile_consistency(s, cid, ref, rs) if profile_diff is not None else None,
         resolution=_resolution_facts(s.resolution[1]) if s.resolution else None,
-        run_shares=_run_shares(s, profiles, profile_diff, rules),
-        wall_analysis=wall,
-        outside_roi=_outside_roi(timing[1], ref, cid) if timing and contract.metric.kind == "roi" and rules >= 17
-        else None,
-        peak_rss_kb_baseline=list(timing[1].samples.get(f"{ref}:max_rss_kb", [])) if timing else [],
-        peak_rss_kb_candidate=list(timing[1].samples.get(f"{cid}:max_rss_kb", [])) if timing else [],
-        repro=g.Repro(
-            command=list(contract.run.argv), build_sha256=build[1].binary_sha256 if build else None,
-            host=run.host.hostname, tool_versions=versions_then, source_sha256=diff.source_sha256, run_id=run.run_id,
-        ),
+        run_shares=_run_shares(s, profiles, profile_diff, rs), wall_analysis=wall,
+        outside_roi=_outside_roi(timing[1], ref, cid, gr.OutsideRoi) if roi and rs.outside_roi else None,
     )
-    gate_results = g.evaluate_gates(inputs, rules)
-    # Rules 3 also judge the oracle and the baseline, not only the candidate: an oracle that compares
-    # nothing caps the verdict at proposed; a baseline slower than at pw start makes it inconclusive.
+    return inputs, diff_bytes
+
+
+def _pair_inputs(s: Selection, cid: str, ref: str, shared: dict[str, Any], profiles: Mapping[str, bytes],
+                 wall) -> g.GateInputs:
+    """Rules 19 on: the gate inputs of a campaign whose every timed run was profiled."""
+    from pw.rules.judge_pairs import pair_facts
+
+    timing, run = s.timing, s.run[1]
+    pairs = pair_facts(timing[1], profiles, run.host.cpus, _hybrid_status(s)) if timing else None
+    profiler = timing[1].profiler if timing else None
+    adapter = None
+    if profiler is not None:
+        probe = next((p for p in (s.preflight[1].profilers if s.preflight else []) if p.name == profiler.adapter), None)
+        measured = sorted({m for sha in _first_profiles(timing[1]) for m in decode_profile(profiles[sha]).metrics})
+        adapter = gf.AdapterFacts(name=profiler.adapter, can_reprofile=True, usable=bool(probe and probe.usable),
+                                 measured=measured, simulated=[m for m in measured if _is_simulated(m)])
+    roi = timing is not None and run.contract.metric.kind == "roi"
+    return g.GateInputs(
+        **shared, seqs=_seqs(s, wall), pairs=pairs, adapter=adapter,
+        counter=_gpu_counter(s, profiles, None, None), diagnosis=_diagnosis_facts(s, profiles), wall_analysis=wall,
+        outside_roi=_outside_roi(timing[1], ref, cid, g.OutsideRoi) if roi else None,
+    )
+
+
+def _first_profiles(timing: ev.TimingRecorded) -> list[str]:
+    """One run profile of each arm (what the adapter measured there)."""
+    return [runs[0].profile for runs in timing.runs.values() if runs]
+
+
+def _hybrid_status(s: Selection) -> str:
+    """Why the campaign had no hybrid arm: it was not needed, or the hybrid could not be made."""
+    return s.hybrid[1].status if s.hybrid is not None else "not-needed"
+
+
+def _verdict_checks(rs: RuleSet, s: Selection, envelopes, ref: str, base_build: Found, analysis):
+    """(ceiling, doubts, contended, chain, same image): the verdict's judgement beyond the gates."""
+    run = s.run[1]
+    timing, build = s.timing, s.build
     ceiling, doubts = [], []
-    if rules >= 3:
+    if rs.oracle_and_baseline:
         if s.baseline_oracle is not None and s.baseline_oracle[1].compares_nothing:
             ceiling.append(f"oracle: {s.baseline_oracle[1].compares_nothing}")
         # (a chained candidate's reference is its parent, not the baseline pw start timed)
-        shifted = baseline_shift_reason(s.baseline_timing[1] if s.baseline_timing and ref == "baseline" else None,
-                                        timing[1] if timing else None)
-        if shifted is not None:
-            doubts.append(shifted)
+        if rs.evidence == "reprofiled":  # one kind of run: the reference arm of the same campaign is the reference
+            shifted = baseline_shift_reason(s.baseline_timing[1] if s.baseline_timing and ref == "baseline" else None,
+                                            timing[1] if timing else None)
+            if shifted is not None:
+                doubts.append(shifted)
     contended = None
-    if rules >= 8:  # the machine's load, measured per timed run (pw.rules.contention)
+    if rs.contention_veto:  # the machine's load, measured per timed run (pw.rules.contention)
         from pw.rules.contention import contention_reason
 
         contended = contention_reason(timing[1] if timing else None, run.host.cpus)
-    chain = _chain_doubt(envelopes, ref, analysis, rules) if rules >= 10 and ref != "baseline" and analysis else None
-    image = same_image(base_build[1] if base_build else None, build[1] if build else None, ref) if rules >= 13 else None
+    chain = _chain_doubt(envelopes, ref, analysis, rs) if rs.chain_cumulative and ref != "baseline" and analysis else None
+    image = same_image(base_build[1] if base_build else None, build[1] if build else None, ref) if rs.same_image else None
+    return ceiling, doubts, contended, chain, image
+
+
+def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, bytes],
+                 rules: int = GATE_RULES) -> Judgement:
+    """Judge `cid`'s latest attempt from `envelopes` and the profile bytes `profiles_needed` named,
+    under gate rules version `rules`."""
+    rs = rule_set(rules)
+    s = select(envelopes, cid)
+    contract = s.run[1].contract
+    oracle, timing, build, diff = s.oracle, s.timing, s.build, s.diff[1]
+    ref, base_build = _judged_reference(rs, s, envelopes)
+    roi = contract.metric.kind == "roi"
+    if rs.evidence == "pairs" and timing is not None and timing[1].campaign is not None \
+            and timing[1].campaign.rule == "pw.campaign/3":
+        from pw.rules.judge_pairs import admitted_analysis
+
+        analysis = admitted_analysis(timing[1], cid, s.run[1].host.cpus)
+        wall = admitted_analysis(timing[1], cid, s.run[1].host.cpus, ":wall_s") if roi else None
+    else:
+        analysis = analyze(timing[1], cid) if timing else None
+        wall = analyze(timing[1], cid, ":wall_s") if timing and roi else None
+    shared = _shared_inputs(s, cid, ref, base_build, analysis)
+    diff_bytes = None
+    if rs.evidence == "reprofiled":
+        inputs, diff_bytes = _reprofiled_inputs(rs, s, cid, ref, shared, profiles, wall)
+    else:
+        inputs = _pair_inputs(s, cid, ref, shared, profiles, wall)
+    gate_results = g.evaluate_gates(inputs, rs)
+    ceiling, doubts, contended, chain, image = _verdict_checks(rs, s, envelopes, ref, base_build, analysis)
     timing_fault = None
     # Caught in a timed or profiled run (it left something for the next run, or printed something
     # else than in its oracle run): rejected, whatever the timing says. Oracle-stage catches fail
@@ -612,42 +692,37 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     elif timing is None and oracle is not None and oracle[1].passed:
         # The campaign itself failed (a crash or hang in a timed run): that is the verdict.
         timing_fault = s.fault[1] if s.fault is not None else None
+    exploratory = inputs.exploratory
     verdict = reach_verdict(
         gate_results, analysis, refused_edits=list(diff.refused),
-        screening_estimate=_one_pair_estimate(timing[1], cid) if timing and inputs.exploratory else None,
+        screening_estimate=_one_pair_estimate(timing[1], cid) if timing and exploratory else None,
         build_ok=None if build is None else build[1].outcome == "ok",
         oracle_passed=None if oracle is None else oracle[1].passed,
-        exploratory=inputs.exploratory,
-        timing_fault=timing_fault,
-        ceiling=ceiling,
-        doubts=doubts,
-        contended=contended,
-        uncontained=_uncontained(timing[1].conditions if timing else None),
-        chain=chain,
-        same_image=image,
+        exploratory=exploratory, timing_fault=timing_fault, ceiling=ceiling, doubts=doubts, contended=contended,
+        uncontained=_uncontained(timing[1].conditions if timing else None), chain=chain, same_image=image,
     )
-    interval = None
-    speedup = None
+    speedup = interval = None
     if analysis is not None:
         speedup = round(analysis["speedup"], 6)
         interval = [round(analysis["interval"]["low"], 6), round(analysis["interval"]["high"], 6)]
-    elif timing is not None and inputs.exploratory:
+    elif timing is not None and exploratory:
         # winner-confirmation screening: one pair, no interval; its ratio only ranks the candidates
         speedup = _one_pair_estimate(timing[1], cid)
     attempt = diff.attempt
+    cand_prof = s.candidate_profile
     return Judgement(
         evaluated=ev.CandidateEvaluated(
-            id=cid, attempt=attempt, exploratory=inputs.exploratory,
+            id=cid, attempt=attempt, exploratory=exploratory,
             build_seq=inputs.seqs.build, oracle_seq=inputs.seqs.oracle, timing_seq=inputs.seqs.timing,
-            profile_sha256=cand_prof[1].profile_sha256 if cand_prof else None,
+            profile_sha256=cand_prof[1].profile_sha256 if cand_prof and rs.evidence == "reprofiled" else None,
             profile_diff_sha256=hashlib.sha256(diff_bytes).hexdigest() if diff_bytes else None,
             analysis=analysis,
         ),
         gates=ev.GatesEvaluated(id=cid, attempt=attempt, gates=gate_results, inputs=msgspec.to_builtins(inputs),
-                                rules=rules),
+                                rules=rs.version),
         verdict=ev.VerdictReached(
             id=cid, attempt=attempt, status=verdict.status, reasons=verdict.reasons, repairable=verdict.repairable,
-            speedup=speedup, interval=interval, exploratory=inputs.exploratory, reference=ref,
+            speedup=speedup, interval=interval, exploratory=exploratory, reference=ref,
         ),
         profile_diff=diff_bytes,
     )

@@ -18,15 +18,15 @@ import math
 import msgspec
 
 from projections.profile_diff import ProfileDiff
-from pw.rules.gates import (
+from pw.rules.gates_reprofiled import (
     CONSISTENCY_FLOOR,
     CONSISTENCY_SIGMAS,
-    GATE_RULES,
     POISSON_SIGMAS,
     ProfileConsistency,
-    _g,
+    num as _g,
     _sampled_totals,
 )
+from pw.rules.rulesets import RuleSet
 
 # The most of a run a profiler inside the sandbox may leave uncovered at start-up. In pw's runs of
 # pyloop on a 2-core VM (CPython 3.11.7 behind a pyenv shim) py-spy's profile fell short of the timed
@@ -91,7 +91,7 @@ class Startup(msgspec.Struct, frozen=True):
     coverage_sd: tuple[float, float] = (0.0, 0.0)
 
 
-def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> Startup | None:
+def startup(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet) -> Startup | None:
     """Rules 9: the start-up of a profiler inside the sandbox (py-spy: no launcher report on either
     side; its profile starts once it has found the interpreter), measured on the reference: its
     timed median less its profile's work per profiled run, bounded by STARTUP_OFFSET_MAX_S,
@@ -101,7 +101,7 @@ def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULE
     total.
     None for launched profilers, exact counters, sample counts, missing timed runs and rules <= 7."""
     totals = _sampled_totals(d)
-    if (rules < 9 or c is None or c.baseline_launched or c.candidate_launched or d.metric not in _SECONDS_METRICS
+    if (not rs.startup_offset or c is None or c.baseline_launched or c.candidate_launched or d.metric not in _SECONDS_METRICS
             or totals is None):
         return None
     tb, tc = c.baseline_timed_median_s, c.candidate_timed_median_s
@@ -123,10 +123,10 @@ def startup(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULE
                    coverage_sd=(one_run / tb, one_run / tc))
 
 
-def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rules: int = GATE_RULES) -> float:
+def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet) -> float:
     """Rules 9: the start-up seconds of each run outside a profiler-inside-the-sandbox's work
     (``startup``); 0 where there is no such profiler or rules <= 7."""
-    st = startup(c, d, rules)
+    st = startup(c, d, rs)
     return st.offset if st is not None else 0.0
 
 

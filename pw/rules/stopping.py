@@ -39,9 +39,11 @@ def params_of(record: ev.CampaignRecord) -> CampaignParams:
     )
 
 
-def record_of(params: CampaignParams, looks, stop: str, continues: int | None = None) -> ev.CampaignRecord:
+def record_of(params: CampaignParams, looks, stop: str, continues: int | None = None, *,
+              max_load_imbalance: float | None = None, mechanism_fraction: float | None = None,
+              cpus: int | None = None, rule: str = CAMPAIGN_RULE) -> ev.CampaignRecord:
     return ev.CampaignRecord(
-        rule=CAMPAIGN_RULE,
+        rule=rule,
         min_effect=params.min_effect,
         margin=params.margin,
         confidence=params.confidence,
@@ -50,9 +52,13 @@ def record_of(params: CampaignParams, looks, stop: str, continues: int | None = 
         max_time_s=params.max_time_s,
         look_every=params.look_every,
         prior_scale=params.prior_scale,
-        looks=[ev.CampaignLook(n_pairs=lk.n_pairs, elapsed_s=lk.elapsed_s, reason=lk.reason) for lk in looks],
+        looks=[ev.CampaignLook(n_pairs=lk.n_pairs, elapsed_s=lk.elapsed_s, reason=lk.reason, mechanism=lk.mechanism,
+                               admitted=lk.admitted) for lk in looks],
         stop=stop,
         continues=continues,
+        max_load_imbalance=max_load_imbalance,
+        mechanism_fraction=mechanism_fraction,
+        cpus=cpus,
     )
 
 
@@ -93,8 +99,13 @@ def merge(parts: list[ev.TimingRecorded]) -> ev.TimingRecorded:
         side_effects=sorted({e for p in parts for e in p.conditions.side_effects}),
         pair_inputs=[list(a) for p in parts for a in p.conditions.pair_inputs],
     )
+    runs: dict[str, list[ev.ProfiledRun]] = {}
+    for part in parts:
+        for label, profiled in part.runs.items():
+            runs.setdefault(label, []).extend(profiled)
     return msgspec.structs.replace(
-        last, samples=samples, order=[o for p in parts for o in p.order], conditions=conditions
+        last, samples=samples, order=[o for p in parts for o in p.order], conditions=conditions, runs=runs,
+        profiler=first.profiler, attribution=first.attribution,
     )
 
 
@@ -109,6 +120,7 @@ def merged_timing(items, seq: int, timing: ev.TimingRecorded) -> ev.TimingRecord
 _INTERVAL_OF_RULE = {
     "pw.campaign/1": "running intersection",
     "pw.campaign/2": "at the last look",
+    "pw.campaign/3": "at the last look, over the pairs the load admitted",
 }
 
 
@@ -158,6 +170,14 @@ def stop_divergence(seq: int, timing: ev.TimingRecorded, timings: dict[int, ev.T
     if record.rule not in CAMPAIGN_RULES:
         return (f"event seq {seq}: campaign rule {record.rule!r} is not one this ProfileWeaver knows "
                 f"({', '.join(CAMPAIGN_RULES)})")
+    if record.rule == "pw.campaign/3":
+        start = len(earlier.samples.get(ref, [])) if earlier is not None else 0
+        try:
+            problem = replay_v3(whole, record, start)
+        except StatsInputError as exc:
+            problem = str(exc)
+        return None if problem is None else \
+            f"event seq {seq}: the timing campaign of {cid} no longer stops where it did: {problem}"
     try:
         d = log_ratios(whole.samples.get(ref, []), whole.samples.get(cid, []))
         looks = [RecordedLook(n_pairs=lk.n_pairs, elapsed_s=lk.elapsed_s, reason=lk.reason) for lk in record.looks]
@@ -172,3 +192,121 @@ def stop_divergence(seq: int, timing: ev.TimingRecorded, timings: dict[int, ev.T
     if problem is None:
         return None
     return f"event seq {seq}: the timing campaign of {cid} no longer stops where it did: {problem}"
+
+
+# --- pw.campaign/3: one kind of run ----------------------------------------------------------------
+
+
+def labels_of(timing: ev.TimingRecorded) -> tuple[str, str | None, str]:
+    """(reference, hybrid arm or None, candidate) of a campaign's targets."""
+    targets = list(timing.targets)
+    return targets[0], (targets[1] if len(targets) == 3 else None), targets[-1]
+
+
+def mechanism_series(samples: dict[str, list[float]], ref: str, hybrid: str | None, cid: str,
+                     admitted: list[bool]):
+    """The series the mechanism is decided on: with a hybrid arm, the hybrid's saving against the
+    candidate's (the hotspot's change alone, tested by intervention); otherwise the hotspot's part's
+    saving (``{label}:hot_s``, the same runs' profiles) against the whole. None without either."""
+    from pw.stats.adaptive import MechanismSeries
+
+    base, cand = samples.get(ref, []), samples.get(cid, [])
+    if hybrid is not None and len(samples.get(hybrid, [])) == len(base):
+        part = [b - h for b, h in zip(base, samples[hybrid])]
+    elif len(samples.get(f"{ref}:hot_s", [])) == len(base) and len(samples.get(f"{cid}:hot_s", [])) == len(base):
+        part = [b - c for b, c in zip(samples[f"{ref}:hot_s"], samples[f"{cid}:hot_s"])]
+    else:
+        return None
+    keep = [i for i, ok in enumerate(admitted) if ok]
+    return MechanismSeries(part=tuple(part[i] for i in keep), whole=tuple(base[i] - cand[i] for i in keep),
+                           scale=tuple(base[i] for i in keep))
+
+
+def look_of_samples(samples: dict[str, list[float]], labels: tuple[str, str | None, str], params: CampaignParams,
+                    elapsed_s: float, *, cpus: int, max_imbalance: float | None, fraction: float | None):
+    """The pw.campaign/3 look over every pair so far (admission, speedup, mechanism)."""
+    import numpy as np
+
+    from pw.rules.contention import admitted_pairs
+    from pw.stats.adaptive import campaign_look_v3
+
+    ref, hybrid, cid = labels
+    arms = [x for x in (ref, hybrid, cid) if x is not None]
+    admitted = admitted_pairs(samples, arms, cpus, max_imbalance)
+    base, cand = samples.get(ref, []), samples.get(cid, [])
+    d = np.log(np.asarray([b for b, ok in zip(base, admitted) if ok], dtype=float)) - \
+        np.log(np.asarray([c for c, ok in zip(cand, admitted) if ok], dtype=float))
+    mech = mechanism_series(samples, ref, hybrid, cid, admitted) if fraction is not None else None
+    return campaign_look_v3(d, params, elapsed_s=elapsed_s, pairs_run=len(base), mechanism=mech,
+                            threshold=fraction if fraction is not None else 0.5)
+
+
+def admitted_of(timing: ev.TimingRecorded, cpus: int) -> list[bool]:
+    """Which pairs of a (merged) campaign counted (every pair before pw.campaign/3)."""
+    from pw.rules.contention import admitted_pairs
+
+    record = timing.campaign
+    ref, hybrid, cid = labels_of(timing)
+    if record is None or record.rule != "pw.campaign/3":
+        return [True] * len(timing.samples.get(ref, []))
+    arms = [x for x in (ref, hybrid, cid) if x is not None]
+    return admitted_pairs(timing.samples, arms, record.cpus or cpus, record.max_load_imbalance)
+
+
+def replay_v3(whole: ev.TimingRecorded, record: ev.CampaignRecord, start: int) -> str | None:
+    """pw.campaign/3: the first way this part's recorded looks no longer follow from the samples."""
+    from pw.stats.adaptive import next_look
+
+    params = params_of(record)
+    labels = labels_of(whole)
+    n_all = len(whole.samples.get(labels[0], []))
+    expected = start
+    for k, rec in enumerate(record.looks, 1):
+        expected = next_look(expected, params, start)
+        if rec.n_pairs != expected:
+            return f"look {k} is after {rec.n_pairs} pairs, but the schedule looks after {expected}"
+        if rec.n_pairs > n_all:
+            return f"look {k} is after {rec.n_pairs} pairs, but only {n_all} pairs were recorded"
+        prefix = {key: list(v[:rec.n_pairs]) for key, v in whole.samples.items()}
+        again = look_of_samples(prefix, labels, params, rec.elapsed_s, cpus=record.cpus or 1,
+                                max_imbalance=record.max_load_imbalance, fraction=record.mechanism_fraction)
+        last = k == len(record.looks)
+        said = (again.reason, again.mechanism, again.admitted)
+        if said != (rec.reason, rec.mechanism, rec.admitted):
+            return (f"look {k} (after {rec.n_pairs} pairs) recorded {rec.reason} (mechanism {rec.mechanism}, "
+                    f"{rec.admitted} pairs admitted), but the samples give {again.reason} (mechanism "
+                    f"{again.mechanism}, {again.admitted} admitted)")
+        if again.stop != last:
+            what = "stops" if again.stop else "continues"
+            return f"look {k} (after {rec.n_pairs} pairs) {what}, but the campaign {'ended' if last else 'went on'}"
+        if last and again.kind != record.stop:
+            return f"the campaign recorded stop {record.stop!r}, but its last look gives {again.kind!r}"
+    if not record.looks:
+        return "no looks recorded"
+    if record.looks[-1].n_pairs != n_all:
+        return f"the campaign stopped after {record.looks[-1].n_pairs} pairs but recorded {n_all}"
+    return None
+
+
+def with_campaign_v3(analysis: dict[str, Any], timing: ev.TimingRecorded, admitted: list[bool]) -> dict[str, Any]:
+    """The paired analysis (of the admitted pairs) with the pw.campaign/3 look's verdict, interval,
+    mechanism state and how many pairs the load set aside."""
+    record = timing.campaign
+    params = params_of(record)
+    elapsed = record.looks[-1].elapsed_s if record.looks else 0.0
+    look = look_of_samples(timing.samples, labels_of(timing), params, elapsed, cpus=record.cpus or 1,
+                           max_imbalance=record.max_load_imbalance, fraction=record.mechanism_fraction)
+    out = dict(analysis)
+    out["fixed_interval"] = analysis["interval"]
+    if look.low is not None:
+        out["interval"] = {"low": look.low, "high": look.high, "confidence": params.confidence,
+                           "method": f"{CS_METHOD}, g={params.prior_scale}, {_INTERVAL_OF_RULE[record.rule]} (anytime-valid)"}
+    out["verdict"] = look.verdict
+    out["campaign"] = {
+        "rule": record.rule, "stop": look.kind, "reason": look.reason, "looks": len(record.looks),
+        "n_pairs": look.n_pairs, "admitted": look.admitted, "set_aside": look.n_pairs - (look.admitted or 0),
+        "max_load_imbalance": record.max_load_imbalance, "min_effect": params.min_effect, "margin": params.margin,
+        "max_pairs": params.max_pairs, "max_time_s": params.max_time_s, "more_pairs": look.more_pairs,
+        "mechanism": look.mechanism, "fraction": list(look.fraction) if look.fraction else None,
+    }
+    return out

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import msgspec
 
 from ledger.events import FailureClass, FaultRecorded, GateResult
-from pw.rules.gates import DEFAULT_MIN_PAIRS, GATE_NAMES
+from pw.rules.gate_facts import DEFAULT_MIN_PAIRS, GATE_NAMES
 
 Status = Literal["verified", "proposed", "rejected", "inconclusive"]
 
@@ -71,8 +71,10 @@ def _summary(a: dict[str, Any]) -> str:
     low, high = iv.get("low"), iv.get("high")
     speedup = a.get("speedup")
     fmt = (lambda v: "n/a" if v is None else f"{v:.4g}")
+    aside = (a.get("campaign") or {}).get("set_aside")
+    kept = f" ({aside} more set aside: their arms ran under unbalanced load)" if aside else ""
     return (f"speedup {fmt(speedup)}x ({iv.get('confidence', 0.95):.0%} CI {fmt(low)}-{fmt(high)}) "
-            f"over {a.get('n_pairs')} pairs")
+            f"over {a.get('n_pairs')} pairs{kept}")
 
 
 def _undecided(verdict: str | None, campaign: dict[str, Any]) -> str:

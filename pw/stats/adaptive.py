@@ -57,8 +57,8 @@ from .sequential import (
 
 # Bump when a change would stop a recorded campaign at another look or for another reason; keep the
 # old rules replayable (module docstring).
-CAMPAIGN_RULE = "pw.campaign/2"
-CAMPAIGN_RULES: tuple[str, ...] = ("pw.campaign/1", "pw.campaign/2")
+CAMPAIGN_RULE = "pw.campaign/3"
+CAMPAIGN_RULES: tuple[str, ...] = ("pw.campaign/1", "pw.campaign/2", "pw.campaign/3")
 
 StopKind = Literal["decided", "margin", "budget", "misfit"]
 LookReason = Literal["continue", "faster", "slower", "same", "max_pairs", "max_time", "empty_interval"]
@@ -105,6 +105,11 @@ class Look(msgspec.Struct, frozen=True, kw_only=True):
     low: float | None  # the anytime-valid interval so far (ratio scale); None while unbounded
     high: float | None
     more_pairs: int | None  # after a budget stop: pairs the current variance suggests would decide
+    # pw.campaign/3: whether the hotspot's part carries the saving ("carried", "not-carried",
+    # "undecided"; None: not asked), its fraction's interval, and how many pairs counted.
+    mechanism: str | None = None
+    fraction: tuple[float | None, float | None, float | None] | None = None
+    admitted: int | None = None
 
 
 def check_campaign(params: CampaignParams) -> CampaignParams:
@@ -344,3 +349,128 @@ def run_campaign(
         on_look(look)
         if look.stop:
             return CampaignOutcome(baseline_s=tuple(base), candidate_s=tuple(cand), looks=tuple(looks), aborted=False)
+
+
+# --- pw.campaign/3: the speedup and the mechanism, on the pairs the load admits ----------------------
+
+
+class MechanismSeries(msgspec.Struct, frozen=True):
+    """Per admitted pair: the saving of the part that should carry it (the hotspot's, or the hybrid
+    arm's), the whole saving, and the reference's time (each pair is divided by it)."""
+
+    part: tuple[float, ...]
+    whole: tuple[float, ...]
+    scale: tuple[float, ...]
+
+
+def mechanism_state(series: MechanismSeries, params: CampaignParams, threshold: float):
+    """("carried" | "not-carried" | "undecided", the fraction) at this look (``pw.stats.shares``)."""
+    from .shares import decided_above, fraction
+
+    f = fraction(series.part, series.whole, scale=series.scale, confidence=params.confidence,
+                 prior_scale=params.prior_scale)
+    above = decided_above(f, threshold)
+    return ("undecided" if above is None else "carried" if above else "not-carried"), f
+
+
+def pairs_to_decide_fraction(series: MechanismSeries, params: CampaignParams, threshold: float) -> int | None:
+    """Extra pairs after which the fraction's set would exclude ``threshold`` if the means and the
+    per-pair spreads stayed as they are; None when no number would (it sits on the threshold)."""
+    a = np.asarray(series.part, dtype=float) / np.asarray(series.scale, dtype=float)
+    b = np.asarray(series.whole, dtype=float) / np.asarray(series.scale, dtype=float)
+    n = a.size
+    if n < 2 or float(b.mean()) == 0.0:
+        return None
+    est = float(a.mean()) / float(b.mean())
+    z = a - est * b  # its spread sets the fraction's half-width, about sd(z) / |mean(b)| x the radius
+    sd = float(z.std(ddof=1))
+    room = abs(est - threshold) * abs(float(b.mean()))
+    if room <= 0.0 or sd == 0.0:
+        return None
+    ns = np.arange(n + 1, n + _MORE_CAP + 1, dtype=np.float64)
+    half = np.sqrt(radius_factor(ns, params.confidence, params.prior_scale) * sd * sd * (ns - 1.0) / ns)
+    ok = np.flatnonzero(half < room)
+    return int(ns[ok[0]]) - n if ok.size else None
+
+
+def campaign_look_v3(
+    log_ratios: Sequence[float] | np.ndarray, params: CampaignParams, *, elapsed_s: float, pairs_run: int,
+    mechanism: MechanismSeries | None, threshold: float = 0.5,
+) -> Look:
+    """pw.campaign/3: the look after ``pairs_run`` pairs, of which the admitted ones gave
+    ``log_ratios`` (and ``mechanism``'s series). It stops when the speedup is decided slower, the same
+    or misfit; when faster and the mechanism is decided too (or there is no mechanism to decide); or
+    when the budget (pairs run, seconds) is spent. The speedup's reason stays "faster" when only the
+    mechanism is undecided at the budget (its kind is then "budget")."""
+    params = check_campaign(params)
+    d = as_log_ratios(log_ratios)
+    spent = pairs_run >= params.max_pairs or elapsed_s >= params.max_time_s
+    budget_reason: LookReason = "max_pairs" if pairs_run >= params.max_pairs else "max_time"
+    state, frac, more = None, None, None
+    if d.size < max(2, params.min_pairs):
+        reason: LookReason = budget_reason if spent else "continue"
+        speedup, low, high = (float(np.exp(d.mean())) if d.size else 1.0), None, None
+        kind = _KIND.get(reason)
+        return Look(n_pairs=pairs_run, elapsed_s=float(elapsed_s), stop=reason != "continue", reason=reason,
+                    kind=kind, verdict=verdict_of_reason(reason), speedup=speedup, low=low, high=high,
+                    more_pairs=None, mechanism=None, fraction=None, admitted=int(d.size))
+    said, speedup, low, high = _current_decision(d, params)
+    kind = None
+    if said == "faster" and mechanism is not None:
+        state, f = mechanism_state(mechanism, params, threshold)
+        frac = (f.estimate, f.low, f.high)
+        if state == "undecided":
+            reason = "faster" if spent else "continue"
+            kind = "budget" if spent else None
+            if spent:
+                more = pairs_to_decide_fraction(mechanism, params, threshold)
+        else:
+            reason, kind = "faster", "decided"
+    elif said in ("faster", "slower", "same", "empty_interval"):
+        reason, kind = said, _KIND[said]  # type: ignore[assignment]
+    elif spent:
+        reason, kind = budget_reason, "budget"
+        more = pairs_to_decide(d, params)
+    else:
+        reason = "continue"
+    return Look(n_pairs=pairs_run, elapsed_s=float(elapsed_s), stop=kind is not None, reason=reason, kind=kind,
+                verdict=verdict_of_reason(reason), speedup=speedup, low=low, high=high, more_pairs=more,
+                mechanism=state, fraction=frac, admitted=int(d.size))
+
+
+def run_looks(
+    measure: Callable[[int, int], dict[str, Sequence[float]] | None],
+    params: CampaignParams,
+    decide: Callable[[dict[str, list[float]], float], Look],
+    *,
+    clock: Callable[[], float] = lambda: 0.0,
+    earlier: dict[str, Sequence[float]] | None = None,
+    on_look: Callable[[Look], None] = lambda _look: None,
+    length_key: str,
+) -> tuple[dict[str, list[float]], tuple[Look, ...], bool]:
+    """The controller of pw.campaign/3: measure pairs up to each look (``next_look``), ask ``decide``
+    with every series so far, stop when it says so. ``measure(first, count)`` returns each series'
+    values for those pairs (None: a run failed); ``length_key`` names the series that counts pairs.
+    Returns (every series so far, this part's looks, aborted)."""
+    params = check_campaign(params)
+    series: dict[str, list[float]] = {k: [float(x) for x in v] for k, v in (earlier or {}).items()}
+    start = len(series.get(length_key, []))
+    if start >= params.max_pairs:
+        raise StatsInputError(f"max_pairs ({params.max_pairs}) leaves no pairs after the {start} already run")
+    looks: list[Look] = []
+    n = start
+    while True:
+        target = next_look(n, params, start)
+        got = measure(n, target - n)
+        if got is None:
+            return series, tuple(looks), True
+        if len(got.get(length_key, ())) != target - n:
+            raise StatsInputError(f"measure({n}, {target - n}) returned {len(got.get(length_key, ()))} pairs")
+        for key, values in got.items():
+            series.setdefault(key, []).extend(float(x) for x in values)
+        n = target
+        look = decide(series, clock())
+        looks.append(look)
+        on_look(look)
+        if look.stop:
+            return series, tuple(looks), False

@@ -42,3 +42,27 @@ def run_positions(order: list[PairOrder] | tuple[PairOrder, ...]) -> tuple[np.nd
     first_is_a = np.array([o == "AB" for o in order], dtype=bool)
     base = 2 * np.arange(len(order))
     return base + np.where(first_is_a, 0, 1), base + np.where(first_is_a, 1, 0)
+
+
+_TRIPLE_BLOCKS: tuple[tuple[str, str, str], ...] = (("ABC", "BCA", "CAB"), ("ACB", "CBA", "BAC"))
+
+
+def interleaved_triples(n: int, seed: int) -> list[str]:
+    """The run order of ``n`` triples (reference A, candidate B, a third arm C), seeded like
+    ``interleaved_order``: blocks of three triples form a Latin square (each arm runs once in each
+    position per block), one of the two squares drawn per block, then the block's rows shuffled."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise StatsInputError(f"n must be a non-negative integer, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise StatsInputError(f"seed must be a non-negative integer, got {seed!r}")
+    rng = np.random.Generator(np.random.PCG64(int(seed)))
+    out: list[str] = []
+    for _ in range((int(n) + 2) // 3):
+        square = list(_TRIPLE_BLOCKS[int(rng.random() >= 0.5)])
+        out.extend(square[i] for i in rng.permutation(3))
+    return out[: int(n)]
+
+
+def pair_order_of(triple: str) -> PairOrder:
+    """Which of A and B ran first in a triple's order ("AB" or "BA")."""
+    return "AB" if triple.index("A") < triple.index("B") else "BA"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 
+from adapters.base import RunWrap
 from adapters.process import ProcessResult, describe, run_process
 from ledger import events as ev
 from ledger.contract import Contract, Step
@@ -79,10 +80,11 @@ def caught(outcome: RunOutcome, allowed: list[str]) -> list[str]:
     return [item for item in left_behind(outcome) if item not in set(allowed)]
 
 
-def confine_for(target: Target, cwd: Path):
+def confine_for(target: Target, cwd: Path, writable: list[str] = ()):  # type: ignore[assignment]
     from pw.workload import containment
 
-    return containment.confinement(target.build_dir, target.hidden, cwd, tools=[Path(t) for t in target.tools])
+    return containment.confinement(target.build_dir, target.hidden, cwd, tools=[Path(t) for t in target.tools],
+                                   extra_writable=[Path(w) for w in writable])
 
 
 def base_env(step: Step, scratch: Path) -> dict[str, str]:
@@ -225,6 +227,7 @@ def run_once(
     argv: list[str] | None = None,
     tag: str = "run",
     trace_writes: bool = False,
+    wrap: RunWrap | None = None,
 ) -> RunOutcome:
     """One execution in the built tree; undeclared files it leaves behind are removed and reported.
 
@@ -232,6 +235,9 @@ def run_once(
     for every kind of run, and nothing traces it, so a timed, oracle, holdout or profiled run look
     alike from inside. Files it leaves in the sandbox's scratch tmpfs are reported in
     `outside_writes`, processes it leaves running in `leftover_processes`.
+
+    With ``wrap`` the run is also a profiled run (one kind of run): the profiler's prefixes, its
+    environment and its output directory as ``adapters.base.RunWrap`` says, the same for every arm.
 
     Only where no sandbox can be made does `trace_writes` (and strace installed) trace the run for
     files written outside the build tree and its scratch directory: then it is the one defence
@@ -246,13 +252,17 @@ def run_once(
     before = workspace.snapshot(target.build_dir)
     # Absolute: strace opens it from the run's working directory, not ours.
     trace_log = (scratch.parent / f".{scratch.name}-{tag}.strace").absolute()
-    confine = confine_for(target, cwd)
+    confine = confine_for(target, cwd, wrap.writable if wrap is not None else [])
     prefix = writes.strace_prefix(trace_log) if trace_writes and confine is None else None
+    env = base_env(step, scratch)
+    if wrap is not None:
+        env.update(wrap.env)
     result = run_process(
-        (prefix or []) + list(argv or step.argv),
+        (prefix or []) + (list(wrap.inner) if wrap is not None else []) + list(argv or step.argv),
         cwd=cwd,
-        env=base_env(step, scratch),
+        env=env,
         timeout_s=step.timeout_s,
+        outer=list(wrap.outer) if wrap is not None else (),
         # Named by pw for pw: the program writes to pipes and never sees these paths.
         stdout_path=scratch / f"{tag}.out",
         stderr_path=scratch / f"{tag}.err",

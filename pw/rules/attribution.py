@@ -1,0 +1,92 @@
+"""Where one profiled run's time went, in seconds of that run (pure; gate rules 19).
+
+Every timed run is a profiled run, so each run's normalized profile (``ledger.profile``) is split here
+into the parts the gates compare across a pair: the hotspot's part (``Attribution.hotspot`` in the
+reference's runs, ``Attribution.changed`` in the candidate's), each other operation, and the machine's
+(samples in the OS kernel, which are never a hotspot nor a regression by themselves).
+
+A part is code, not an operation name: the cost a sampler put on a line inside one of its function
+regions or on one of its changed lines, plus the cost of its operations that carry no line
+information (a kernel, a function built without line tables). Line costs are disjoint (each sample
+has one leaf line), so parts never count a sample twice, and the same rule applies to both arms.
+
+Seconds: a sampler's value (CPU time, wall samples) is a share of the run's samples, times the run's
+own wall time as pw's launcher measured it; a device timeline's value (``gpu_time_ns``) is device
+time already. The launcher's wall time is the program's alone, so a profiler's own start-up and
+teardown never enter (it runs outside the program).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from ledger.events import CodeRegion, CodeSide
+from ledger.profile import Operation, Profile
+
+# Metrics a device timeline measures in absolute time (nanoseconds of kernel execution).
+DEVICE_TIME_METRICS = ("gpu_time_ns",)
+# Modules that are the machine, not the program: the OS kernel (scheduler, pipes, locks, page
+# clearing, interrupts). Their samples are the program's system time and the machine's load at once,
+# so they are read through the launcher's paired system time instead (no-collateral).
+MACHINE_MODULES = frozenset({"kernel.kallsyms", "kernel", "vmlinux"})
+
+
+def is_machine(op: Operation) -> bool:
+    return op.module in MACHINE_MODULES or op.id.endswith("@[kernel.kallsyms]")
+
+
+def seconds_per_unit(profile: Profile, wall_s: float) -> float:
+    """How many seconds of the run one unit of the profile's primary metric stands for."""
+    metric = profile.primary_metric
+    if metric in DEVICE_TIME_METRICS:
+        return 1e-9
+    total = float(profile.totals.get(metric) or math.fsum(o.self_metrics.get(metric, 0.0) for o in profile.operations))
+    return wall_s / total if total > 0 else 0.0
+
+
+def _in_regions(regions: Iterable[CodeRegion], file: str, line: int) -> bool:
+    return any(r.file == file and r.start <= line <= r.end for r in regions)
+
+
+def belongs(op: Operation, side: CodeSide) -> bool:
+    """Whether an operation belongs to the side by name: a listed operation (a kernel's base name
+    matches before its argument list or template), or a region's function in its file."""
+    base = op.name.split("(", 1)[0].split("<", 1)[0].strip().rsplit(" ", 1)[-1]
+    if op.name in side.operations or base in side.operations:
+        return True
+    return any(r.name in (op.name, base) and (op.file is None or r.file == op.file) for r in side.regions)
+
+
+def side_cost(profile: Profile, side: CodeSide) -> float:
+    """The side's cost in the profile's primary metric (module docstring)."""
+    metric = profile.primary_metric
+    lines = {f: set(v) for f, v in side.lines.items()}
+    counted = 0.0
+    on_lines: dict[str, float] = {}
+    for lc in profile.lines:
+        value = lc.self_metrics.get(metric, 0.0)
+        on_lines[lc.operation] = on_lines.get(lc.operation, 0.0) + value
+        if lc.line in lines.get(lc.file, ()) or _in_regions(side.regions, lc.file, lc.line):
+            counted += value
+    for op in profile.operations:
+        if is_machine(op) or not belongs(op, side):
+            continue
+        counted += max(0.0, op.self_metrics.get(metric, 0.0) - on_lines.get(op.id, 0.0))
+    return counted
+
+
+def side_seconds(profile: Profile, side: CodeSide, wall_s: float) -> float:
+    return round(side_cost(profile, side) * seconds_per_unit(profile, wall_s), 9)
+
+
+def operation_seconds(profile: Profile, wall_s: float) -> dict[str, float]:
+    """Each operation's own cost in seconds of the run (machine operations under one key,
+    ``[machine]``)."""
+    per = seconds_per_unit(profile, wall_s)
+    metric = profile.primary_metric
+    out: dict[str, float] = {}
+    for op in profile.operations:
+        key = "[machine]" if is_machine(op) else op.id
+        out[key] = out.get(key, 0.0) + op.self_metrics.get(metric, 0.0) * per
+    return {k: round(v, 9) for k, v in out.items()}
