@@ -360,6 +360,15 @@ def parse_perf_script(text: str, *, offsets: bool = False) -> list[Sample]:
         if "PERF_RECORD_" in raw and _TASK.match(raw):
             cur = None  # a task event (--show-task-events): read by program_pids
             continue
+        if offsets:  # no callchain: each sample is one line, "comm pid/tid period event: ip sym+0xoff (dso)"
+            m = _ONE_LINE.match(raw.lstrip())
+            if m:
+                sym, off = _split_symoff(m["sym"])
+                one = Sample(m["event"], int(m["period"]), int(m["pid"]))
+                one.frames.append(Frame(m["ip"], sym, m["dso"], off))
+                samples.append(one)
+            cur = None
+            continue
         if raw[0] == "\t":
             m = _FRAME.match(raw)
             if cur is not None and m:
@@ -376,15 +385,6 @@ def parse_perf_script(text: str, *, offsets: bool = False) -> list[Sample]:
         if m:
             cur = Sample(m["event"], int(m["period"]), int(m["pid"]))
             samples.append(cur)
-            continue
-        if offsets:  # no callchain: the one frame follows the header on its line
-            m = _ONE_LINE.match(raw)
-            if m:
-                sym, off = _split_symoff(m["sym"])
-                cur = Sample(m["event"], int(m["period"]), int(m["pid"]))
-                cur.frames.append(Frame(m["ip"], sym, m["dso"], off))
-                samples.append(cur)
-                cur = None
     for s in samples:
         _assign_inline_dsos(s.frames)
     return samples

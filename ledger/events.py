@@ -331,7 +331,9 @@ class TimingRecorded(Payload, frozen=True):
 
     TYPE = "TimingRecorded"
     VERSION = 2
-    purpose: Literal["baseline-variance", "screening", "confirmation"]
+    # "unprofiled": `pw confirm`'s pairs without a profiler (the program as the user runs it): shown
+    # beside the profiled speedup, read by no gate.
+    purpose: Literal["baseline-variance", "screening", "confirmation", "unprofiled"]
     targets: list[str]
     metric: str
     unit: str
@@ -367,6 +369,16 @@ class HybridPrepared(Payload, frozen=True):
     functions: list[str] = []
     source_sha256: str | None = None
     patch_sha256: str | None = None
+
+
+class AttemptAbandoned(Payload, frozen=True):
+    """An evaluation attempt that was interrupted before its verdict and will not be continued (its
+    workspace was edited since): it is closed, and the next `pw evaluate` starts a new attempt."""
+
+    TYPE = "AttemptAbandoned"
+    id: str
+    attempt: int
+    reason: str
 
 
 class RoutingDecided(Payload, frozen=True):
@@ -670,6 +682,7 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         FaultRecorded,
         TimingRecorded,
         HybridPrepared,
+        AttemptAbandoned,
         RoutingDecided,
         ProfileCaptured,
         ProfileNormalized,

@@ -142,7 +142,7 @@ def _apply(state: RunState, env: Envelope) -> RunState:
 
 # Read where needed from the events themselves (the judge reads the drawn holdouts and how a
 # reprofile was sized), not folded here.
-_IGNORED: frozenset[str] = frozenset({"HoldoutsDrawn", "ReprofileResolved"})
+_IGNORED: frozenset[str] = frozenset({"HoldoutsDrawn", "ReprofileResolved", "HybridPrepared", "AttemptAbandoned"})
 
 
 def _candidate(state: RunState, cid: str, **changes: Any) -> RunState:

@@ -132,39 +132,56 @@ class _Arms:
         return out
 
 
-def _one_run(contract: Contract, arms: _Arms, letter: str, scratch: Path, argv: list[str] | None, tag: str,
-             profiling: Profiling | None) -> execute.RunOutcome:
-    """One timed (and profiled) run of the arm ``letter``, its numbers added to the arms' series."""
-    target = arms.by_letter[letter]
-    wrap, out_dir = None, scratch.parent / f"{scratch.name}-profile"
-    if profiling is not None:
-        shutil.rmtree(out_dir, ignore_errors=True)
-        out_dir.mkdir(parents=True)
+class TimedRun(msgspec.Struct, frozen=True):
+    """One timed run: its outcome and, profiled, its profile's record and per-run series."""
+
+    outcome: execute.RunOutcome
+    profiled: ev.ProfiledRun | None = None
+    series: dict[str, float] = {}
+    tool_version: str = ""
+
+
+def timed_run(contract: Contract, target: execute.Target, scratch: Path, *, argv: list[str] | None, tag: str,
+              profiling: Profiling | None, role: str) -> TimedRun:
+    """One timed (and, with ``profiling``, profiled) run of ``target``; its profile reduced at once."""
+    if profiling is None:
+        return TimedRun(execute.run_once(contract, target, scratch, argv=argv, tag=tag))
+    out_dir = scratch.parent / f"{scratch.name}-profile"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    try:
         wrap = profiling.adapter.timed_wrap(str(out_dir.absolute()))
-    out = execute.run_once(contract, target, scratch, argv=argv, tag=tag, wrap=wrap)
-    if execute.classify(out) is not None or out.value is None:
-        shutil.rmtree(out_dir, ignore_errors=True)
-        return out
-    label, p = target.label, out.process
-    arms.add(label, "", round(out.value, 9))
-    for key, value in (("wall_s", p.wall_s), ("max_rss_kb", float(p.max_rss_kb)), (RUN_QUEUE, p.run_queue_s),
-                       (STEAL, p.steal_s), (OTHERS, p.others_cpu_s)):
-        arms.add(label, key, value)
-    if profiling is not None:
-        arms.add(label, "user_s", p.user_s)
-        arms.add(label, "sys_s", p.sys_s)
+        out = execute.run_once(contract, target, scratch, argv=argv, tag=tag, wrap=wrap)
+        if execute.classify(out) is not None or out.value is None:
+            return TimedRun(out)
         try:
             artifacts = profiling.adapter.timed_collect(str(out_dir.absolute()), cwd=str(target.build_dir),
                                                         timeout_s=contract.run.timeout_s)
         except CaptureError as exc:
-            raise ToolError(f"{profiling.name} on timed run {tag} of {label}: {exc}") from None
-        finally:
-            shutil.rmtree(out_dir, ignore_errors=True)
-        run, series, version = profiling.reduce(label, arms.role[letter], artifacts, p.wall_s)
-        arms.runs[label].append(run)
-        arms.tool_version = arms.tool_version or version
-        for key, value in series.items():
-            arms.add(label, key, value)
+            raise ToolError(f"{profiling.name} on timed run {tag} of {target.label}: {exc}") from None
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    run, series, version = profiling.reduce(target.label, role, artifacts, out.process.wall_s)
+    series = {**series, "user_s": out.process.user_s, "sys_s": out.process.sys_s}
+    return TimedRun(out, run, series, version)
+
+
+def _one_run(contract: Contract, arms: _Arms, letter: str, scratch: Path, argv: list[str] | None, tag: str,
+             profiling: Profiling | None) -> execute.RunOutcome:
+    """One timed run of the arm ``letter``, its numbers added to the arms' series."""
+    target = arms.by_letter[letter]
+    done = timed_run(contract, target, scratch, argv=argv, tag=tag, profiling=profiling, role=arms.role[letter])
+    out = done.outcome
+    if execute.classify(out) is not None or out.value is None:
+        return out
+    label, p = target.label, out.process
+    arms.add(label, "", round(out.value, 9))
+    for key, value in (("wall_s", p.wall_s), ("max_rss_kb", float(p.max_rss_kb)), (RUN_QUEUE, p.run_queue_s),
+                       (STEAL, p.steal_s), (OTHERS, p.others_cpu_s), *sorted(done.series.items())):
+        arms.add(label, key, value)
+    if done.profiled is not None:
+        arms.runs[label].append(done.profiled)
+        arms.tool_version = arms.tool_version or done.tool_version
     return out
 
 

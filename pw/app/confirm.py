@@ -1,10 +1,14 @@
 """`pw confirm RUN ID [--fresh]`: the final word on a candidate.
 
-By default it reuses the paired samples and the reprofile already collected and launches no
-process: the judgement is recomputed from the ledger and recorded as `WinnerConfirmed`. `--fresh`
-runs a new multi-pair campaign and a reprofile first. In winner-confirmation mode the screening
-samples are exploratory (one pair), so confirmation always runs the configured multi-pair campaign
-and the full profile for the chosen winner.
+By default it reuses the profiled pairs already collected and recomputes the judgement from the
+ledger (`WinnerConfirmed`). `--fresh` runs a new profiled campaign first (the confirmation minimum of
+pairs, the hybrid arm again where the evaluation had one). In winner-confirmation mode the screening
+pair was exploratory, so confirmation always runs the full campaign. With `profiling.cadence:
+winner-only` the exact-count channel and the GPU counters deferred at evaluation are captured here.
+
+Then a few **unprofiled** pairs: the user runs the program without a profiler, so the report shows
+the speedup measured that way beside the profiled one, and says when the two disagree beyond their
+intervals. They are recorded (purpose "unprofiled") and read by no gate.
 """
 
 from __future__ import annotations
@@ -15,10 +19,20 @@ import msgspec
 
 from ledger import events as ev
 from ledger.errors import RejectedCommand, WorkloadError
-from pw.app import campaign, timing_blocks
+from projections.state import RunState
+from pw.app import campaign, diagnosis, hybrid, profiled, timing_blocks
+from pw.app.evaluate import merged_profiles
 from pw.app.judging import judge_recorded
+from pw.app.resume import evaluation_lock
 from pw.app.run import RunHandle
+from pw.app.targets import reference_target, run_checks, secret_seed, tool_versions, workspace_target
+from pw.rules import stopping
+from pw.rules.candidates import check_id
+from pw.workload import steps as execute
 from pw.workload import workspace
+
+# Unprofiled pairs `pw confirm` adds so the report can show the speedup without a profiler.
+UNPROFILED_PAIRS = 5
 
 
 class ConfirmResult(msgspec.Struct, frozen=True):
@@ -30,100 +44,109 @@ class ConfirmResult(msgspec.Struct, frozen=True):
     speedup: float | None
     interval: list[float] | None
     gates: list[ev.GateResult]
-    reprofiled: bool = False  # captured the reprofile that `profiling.cadence: winner-only` deferred
+    reprofiled: bool = False  # captured what `profiling.cadence: winner-only` deferred
+    unprofiled: float | None = None  # the speedup over the unprofiled pairs (geometric mean)
 
 
-def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str], None] = lambda _m: None) -> ConfirmResult:
-    from pw.rules.candidates import check_id
-
-    check_id(cid)
-    state = handle.state()
-    cand = state.candidates.get(cid)
-    if cand is None or cand.verdict is None:
-        raise RejectedCommand(f"candidate {cid!r} has no evaluation to confirm; run `pw evaluate {handle.path} {cid}` first")
-    if cand.verdict.status == "rejected":
-        raise RejectedCommand(f"candidate {cid!r} was rejected ({'; '.join(cand.verdict.reasons)[:160]}); nothing to confirm")
-    contract = state.run.contract
-    needs_campaign = fresh or contract.sampling.mode == "winner-confirmation"
-    launched = False
-    if needs_campaign:
-        from pw.app.evaluate import (
-            candidate_target,
-            recheck_baseline,
-            reference_target,
-            reprofile,
-            run_checks,
-            secret_seed,
-            tool_versions,
-        )
-
-        ws = handle.path / cand.prepared.workspace
-        files = workspace.source_files(ws)
-        if workspace.tree_digest(ws, files) != cand.diff.source_sha256:
-            raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; evaluate it again first")
-        target = candidate_target(handle, cid, ws, files)
-        baseline = reference_target(handle, state, cand)
-        # The same adaptive campaign as screening, with the stricter confirmation minimum.
-        low = max(timing_blocks.CONFIRMATION_MIN_PAIRS, contract.sampling.pairs)
-        params = timing_blocks.campaign_params(
-            contract.sampling, min_pairs=low, max_pairs=max(contract.sampling.max_pairs, low)
-        )
-        scratch = handle.path / "scratch" / cid
-        progress(f"confirmation: {params.min_pairs} to {params.max_pairs} pairs")
-        result = timing_blocks.run_adaptive(
-            contract, baseline, target, params,
-            seed=campaign.campaign_seed(state.run.run_id, cid, cand.diff.attempt, f"confirmation-{state.head.seq}"),
-            purpose="confirmation", host=state.run.host.hostname, scratch=scratch,
-            tool_versions=tool_versions(state), progress=progress, checks=run_checks(handle, state, cid),
-            input_seed=secret_seed(),
-        )
-        launched = True
-        if result.failure is not None:
-            handle.record(state, [result.failure])
-            raise WorkloadError(
-                f"confirmation campaign for {cid!r} failed: {result.failure.failure_class}: {result.failure.message}; "
-                "no confirmation recorded",
-                failure_class=result.failure.failure_class,
-            )
-        else:
-            state = handle.record(state, [result.timing])
-            state = recheck_baseline(handle, state, baseline, result.timing, scratch, progress)
-            state = reprofile(handle, state, target, progress, reuse=not fresh)  # --fresh: a profiler runs
-    reprofiled = False
-    if not needs_campaign and not any(p.target == cid for p in state.profiles.values()):
-        # `profiling.cadence: winner-only` deferred the reprofile to here: capture it now (the timing
-        # samples are reused), instead of judging the mechanism gate without one.
-        state = _deferred_reprofile(handle, state, cid, cand, progress)
-        reprofiled = True
-    j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
-    if j.profile_diff is not None:
-        handle.evidence.put(j.profile_diff)
-    confirmed = ev.WinnerConfirmed(
-        id=cid, fresh=needs_campaign, status=j.verdict.status, reasons=j.verdict.reasons,
-        speedup=j.verdict.speedup, interval=j.verdict.interval, timing_seq=j.evaluated.timing_seq,
-        reference=j.verdict.reference,
-    )
-    batch: list[ev.Payload] = [confirmed]
-    if needs_campaign or reprofiled:  # new evidence gets its own gate record, so audit can recompute it
-        batch = [j.gates, confirmed]
-    state = handle.record(state, batch)
-    return ConfirmResult(
-        id=cid, fresh=needs_campaign, launched=launched, status=confirmed.status, reasons=confirmed.reasons,
-        speedup=confirmed.speedup, interval=confirmed.interval, gates=j.gates.gates, reprofiled=reprofiled,
-    )
-
-
-def _deferred_reprofile(handle: RunHandle, state, cid: str, cand, progress):
-    from pw.app.evaluate import candidate_target, reprofile
-    from pw.workload import steps as execute
-
-    ws = handle.path / cand.prepared.workspace
-    files = workspace.source_files(ws)
-    if workspace.tree_digest(ws, files) != cand.diff.source_sha256:
+def _checked_target(handle: RunHandle, state: RunState, cid: str) -> execute.Target:
+    cand = state.candidates[cid]
+    target = workspace_target(handle, state, cid)
+    if workspace.tree_digest(target.src_dir, target.files) != cand.diff.source_sha256:
         raise RejectedCommand(f"candidate {cid!r} was edited after its evaluation; evaluate it again first")
-    target = candidate_target(handle, cid, ws, files)
     built = state.builds.get(cid)
     if built is None or built.outcome != "ok" or execute.binary_digest(target) != built.binary_sha256:
         raise RejectedCommand(f"candidate {cid!r}: its build tree no longer holds the binary that was timed")
-    progress("capturing the reprofile deferred by profiling.cadence winner-only")
-    return reprofile(handle, state, target, progress)
+    return target
+
+
+def _campaign(handle: RunHandle, state: RunState, cid: str, target: execute.Target, progress) -> RunState:
+    """A new profiled campaign with the stricter confirmation minimum, the hybrid arm as before."""
+    contract = state.run.contract
+    cand = state.candidates[cid]
+    reference = reference_target(handle, state, cand)
+    last = next((t for t in reversed(state.timings) if t.targets[-1] == cid and t.purpose != "unprofiled"), None)
+    attribution = last.attribution if last is not None and last.attribution is not None else \
+        profiled.attribution_for(handle, state, cid, target)
+    arm = hybrid.rebuilt(handle, state, cid) if last is not None and stopping.labels_of(last)[1] else None
+    arms = [target] + ([arm] if arm is not None else [])
+    low = max(timing_blocks.CONFIRMATION_MIN_PAIRS, contract.sampling.pairs)
+    params = timing_blocks.campaign_params(contract.sampling, min_pairs=low,
+                                           max_pairs=max(contract.sampling.max_pairs, low))
+    progress(f"confirmation: {params.min_pairs} to {params.max_pairs} pairs")
+    result = timing_blocks.run_adaptive(
+        contract, reference, target, params,
+        seed=campaign.campaign_seed(state.run.run_id, cid, cand.diff.attempt, f"confirmation-{state.head.seq}"),
+        purpose="confirmation", host=state.run.host.hostname, scratch=handle.path / "scratch" / cid,
+        tool_versions=tool_versions(state), progress=progress,
+        checks=run_checks(handle, state, [t.label for t in arms]), input_seed=secret_seed(),
+        profiling=profiled.profiling_for(handle, state, reference, arms, attribution), hybrid=arm,
+        cpus=state.run.host.cpus,
+    )
+    if result.failure is not None:
+        handle.record(state, [result.failure])
+        raise WorkloadError(
+            f"confirmation campaign for {cid!r} failed: {result.failure.failure_class}: {result.failure.message}; "
+            "no confirmation recorded", failure_class=result.failure.failure_class)
+    return handle.record(state, [result.timing, *merged_profiles(handle.evidence, result.timing)])
+
+
+def _unprofiled(handle: RunHandle, state: RunState, cid: str, target: execute.Target, progress
+                ) -> tuple[RunState, float | None]:
+    """UNPROFILED_PAIRS pairs without a profiler (read by no gate; the report shows them)."""
+    import math
+
+    contract = state.run.contract
+    reference = reference_target(handle, state, state.candidates[cid])
+    progress(f"{UNPROFILED_PAIRS} unprofiled pairs (the program as the user runs it)")
+    result = campaign.run_pairs(
+        contract, reference, target, pairs=UNPROFILED_PAIRS,
+        seed=campaign.campaign_seed(state.run.run_id, cid, state.candidates[cid].diff.attempt,
+                                    f"unprofiled-{state.head.seq}"),
+        purpose="unprofiled", exploratory=False, host=state.run.host.hostname, scratch=handle.path / "scratch" / cid,
+        tool_versions=tool_versions(state), progress=progress, checks=run_checks(handle, state, [cid]),
+        input_seed=secret_seed(),
+    )
+    if result.failure is not None:
+        return handle.record(state, [result.failure]), None
+    t = result.timing
+    ratios = [math.log(b / c) for b, c in zip(t.samples[reference.label], t.samples[cid]) if b > 0 and c > 0]
+    return handle.record(state, [t]), (round(math.exp(sum(ratios) / len(ratios)), 6) if ratios else None)
+
+
+def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str], None] = lambda _m: None) -> ConfirmResult:
+    check_id(cid)
+    with evaluation_lock(handle, cid):
+        state = handle.state()
+        cand = state.candidates.get(cid)
+        if cand is None or cand.verdict is None:
+            raise RejectedCommand(f"candidate {cid!r} has no evaluation to confirm; run `pw evaluate {handle.path} {cid}` first")
+        if cand.verdict.status == "rejected":
+            raise RejectedCommand(f"candidate {cid!r} was rejected ({'; '.join(cand.verdict.reasons)[:160]}); nothing to confirm")
+        contract = state.run.contract
+        needs_campaign = fresh or contract.sampling.mode == "winner-confirmation"
+        target = _checked_target(handle, state, cid)
+        if needs_campaign:
+            state = _campaign(handle, state, cid, target, progress)
+        reprofiled = False
+        if contract.profiling.cadence == "winner-only" or needs_campaign:
+            # The exact-count channel and the counters: deferred to the winner, or fresh evidence asked for.
+            before = state.head.seq
+            state = diagnosis.diagnose(handle, state, target, progress, reuse=not fresh)
+            state = diagnosis.gpu_counters(handle, state, target, progress)
+            reprofiled = state.head.seq > before
+        j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
+        confirmed = ev.WinnerConfirmed(
+            id=cid, fresh=needs_campaign, status=j.verdict.status, reasons=j.verdict.reasons,
+            speedup=j.verdict.speedup, interval=j.verdict.interval, timing_seq=j.evaluated.timing_seq,
+            reference=j.verdict.reference,
+        )
+        batch: list[ev.Payload] = [confirmed]
+        if needs_campaign or reprofiled:  # new evidence gets its own gate record, so audit can recompute it
+            batch = [j.gates, confirmed]
+        state = handle.record(state, batch)
+        state, unprofiled = _unprofiled(handle, state, cid, target, progress)
+        return ConfirmResult(
+            id=cid, fresh=needs_campaign, launched=needs_campaign, status=confirmed.status, reasons=confirmed.reasons,
+            speedup=confirmed.speedup, interval=confirmed.interval, gates=j.gates.gates, reprofiled=reprofiled,
+            unprofiled=unprofiled,
+        )

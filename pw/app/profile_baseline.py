@@ -23,20 +23,8 @@ from pw.app.run import RunHandle
 from pw.rules import hotspot as hs
 from pw.rules import routing
 from pw.workload import capture as profiling
+from pw.workload.capture import language_of  # noqa: F401 - where callers found it
 from pw.workload.steps import Target
-
-CUDA_SUFFIXES = (".cu", ".cuh")
-
-
-def language_of(argv: list[str], editable: list[str] | tuple[str, ...] = ()) -> str:
-    """'cuda' when an editable source is CUDA (its discovery is the GPU timeline), 'python' for a
-    Python interpreter or script, else 'native'."""
-    if any(e.endswith(CUDA_SUFFIXES) for e in editable):
-        return "cuda"
-    exe = argv[0].rsplit("/", 1)[-1]
-    if exe.startswith("python") or (argv and argv[0].endswith(".py")):
-        return "python"
-    return "native"
 
 
 def usability_from(preflight: ev.PreflightCompleted) -> dict[str, Usability]:

@@ -24,6 +24,7 @@ from ledger.contract import Contract
 from ledger.errors import InputError, LedgerCorrupt, TornTail, WorkloadError
 from projections.state import RunState
 from pw import diagnostics
+from pw.app import campaign, profiled
 from pw.app.run import RunHandle
 from pw.rules import stages as decide
 from pw.workload import containment, correctness, workspace
@@ -199,33 +200,42 @@ class _Stage:
 
 
 def time_baseline_alone(contract: Contract, target: execute.Target, scratch: Path, *, runs: int, host: str,
-                        binary: str, progress: Progress, stage: str = "baseline-timing") -> list[ev.Payload]:
+                        binary: str, progress: Progress, stage: str = "baseline-timing",
+                        profiling: campaign.Profiling | None = None) -> list[ev.Payload]:
     """`runs` timed runs of the baseline alone after one warm-up, as a baseline-variance
-    `TimingRecorded` (or the fault that stopped them). `pw start` records one; `pw evaluate` records
-    another when a campaign's baseline ran slower than the last one (`pw.app.evaluate`)."""
-    samples, rss, user, kernel = [], [], [], []
+    `TimingRecorded` (or the fault that stopped them). One kind of run: with ``profiling`` every timed
+    run is profiled as a campaign's are, and the profiles are kept with the runs."""
+    series: dict[str, list[float]] = {}
+    profiled: list[ev.ProfiledRun] = []
+    version = ""
     for i in range(runs + 1):
         progress(f"{stage} run {i + 1}/{runs + 1}")
-        out = execute.run_once(contract, target, scratch, tag="timing")
+        done = campaign.timed_run(contract, target, scratch, argv=None, tag="timing",
+                                  profiling=profiling if i > 0 else None, role="reference")
+        out = done.outcome
         failure = execute.classify(out)
         if failure is not None or out.value is None:
             message = execute.failure_message(contract, out) if failure else (out.metric_error or "no metric")
             return [ev.FaultRecorded(stage=stage, target="baseline",
                                      failure_class=failure or "launch-failed", message=message)]
-        if i > 0:  # the first run is a warm-up (page cache, CPU frequency) and is not kept
-            samples.append(round(out.value, 9))
-            rss.append(float(out.process.max_rss_kb))
-            user.append(round(out.process.user_s, 6))
-            kernel.append(round(out.process.sys_s, 6))
+        if i == 0:  # the first run is a warm-up (page cache, CPU frequency) and is not kept
+            continue
+        p = out.process
+        values = {"": out.value, "max_rss_kb": float(p.max_rss_kb), "user_s": p.user_s, "sys_s": p.sys_s,
+                  "wall_s": p.wall_s, **done.series}
+        for key, value in values.items():
+            series.setdefault(f"baseline:{key}" if key else "baseline", []).append(round(value, 9))
+        if done.profiled is not None:
+            profiled.append(done.profiled)
+            version = version or done.tool_version
     return [
         ev.TimingRecorded(
             purpose="baseline-variance",
             targets=["baseline"],
             metric=f"{contract.metric.kind}_time_s",
             unit="s",
-            samples={"baseline": samples, "baseline:max_rss_kb": rss, "baseline:user_s": user,
-                     "baseline:sys_s": kernel},
-            order=["A"] * len(samples),
+            samples=series,
+            order=["A"] * runs,
             seed=0,
             exploratory=False,
             conditions=ev.TimingConditions(
@@ -234,6 +244,8 @@ def time_baseline_alone(contract: Contract, target: execute.Target, scratch: Pat
                 arms={"baseline": ev.TimedArm(binary_before=binary, binary_after=execute.binary_digest(target),
                                               inputs_sha256=execute.inputs_digest(contract, target))},
             ),
+            profiler=profiling.record(version) if profiling is not None else None,
+            runs={"baseline": profiled} if profiling is not None else {},
         )
     ]
 
@@ -267,7 +279,7 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
         drawn: list[ev.Payload] = []
         fresh: list[list[str]] = []
         if contract.oracle.generators:
-            from pw.app.evaluate import secret_seed
+            from pw.app.targets import secret_seed
             from pw.workload.holdouts import draw_holdouts, drawn_from
 
             seed = secret_seed()
@@ -280,8 +292,9 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     state = stage(state, "oracle", _digest([binary, contract.oracle, contract.run]), do_oracle)
 
     def do_timing() -> list[ev.Payload]:
+        profiling = profiled.profiling_for(handle, state, target, [], None)
         return time_baseline_alone(contract, target, scratch, runs=opts.baseline_runs, host=run.host.hostname,
-                                   binary=binary, progress=progress)
+                                   binary=binary, progress=progress, profiling=profiling)
 
     state = stage(state, "baseline-timing", _digest([binary, contract.run, contract.metric, opts.baseline_runs]),
                   do_timing)

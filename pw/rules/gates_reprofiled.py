@@ -23,10 +23,10 @@ import msgspec
 from ledger.events import GateResult
 from projections.profile_diff import OperationDelta, ProfileDiff
 from pw.rules.gate_facts import (  # noqa: F401 - the facts these gates read, re-exported for their readers
-    GATE_NAMES,
     AMDAHL_SLACK,
     COLLATERAL_MIN_SHARE,
     DEFAULT_MIN_PAIRS,
+    GATE_NAMES,
     PEAK_RSS_FACTOR,
     PEAK_RSS_SLACK_KB,
     AdapterFacts,

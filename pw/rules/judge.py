@@ -110,7 +110,8 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
     # A second CPU reprofile (the adapter the diagnosis climbed to) is shown, not diffed by the gates.
     discovery = _latest(items, lambda d: isinstance(d, ev.RoutingDecided) and d.phase == "discovery")
     first = discovery[1].chosen if discovery else None
-    timing = _latest(attempt, lambda d: isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid)
+    timing = _latest(attempt, lambda d: isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid
+                     and d.purpose != "unprofiled")
     profiled_pairs = timing is not None and timing[1].profiler is not None
     cand_prof = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
                         and d.adapter != "ncu" and d.adapter == first)

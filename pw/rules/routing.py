@@ -302,3 +302,18 @@ def reprofile_adapters(discovery: str | None, diagnosis: str | None, runtime_s: 
     if cost > budget_s:
         return out, f"{diagnosis} est. {cost:.1f} s > reprofile budget {budget_s:.1f} s"
     return out + [diagnosis], f"{diagnosis} est. {cost:.1f} s within the reprofile budget {budget_s:.1f} s"
+
+
+# One kind of run: the profiler every timed run of a language runs under, in order of preference
+# (the first usable one is taken). Each joins a timed run without changing what the program sees
+# beyond what every arm sees alike (adapters.base.RunWrap).
+TIMED_PROFILERS: dict[str, tuple[str, ...]] = {"native": ("perf",), "python": ("pyspy",), "cuda": ("cupti", "perf")}
+
+
+def timed_profiler(language: str, usable: dict[str, Usability]) -> str | None:
+    """The adapter that profiles every timed run of a ``language`` program here, or None."""
+    for name in TIMED_PROFILERS.get(language, ("perf",)):
+        u = usable.get(name)
+        if u is not None and u.usable:
+            return name
+    return None

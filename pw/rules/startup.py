@@ -23,8 +23,10 @@ from pw.rules.gates_reprofiled import (
     CONSISTENCY_SIGMAS,
     POISSON_SIGMAS,
     ProfileConsistency,
-    num as _g,
     _sampled_totals,
+)
+from pw.rules.gates_reprofiled import (
+    num as _g,
 )
 from pw.rules.rulesets import RuleSet
 

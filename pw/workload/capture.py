@@ -20,6 +20,20 @@ from ledger.evidence import EvidenceStore
 from ledger.profile import Profile, encode_profile
 from pw.workload.steps import Target
 
+CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+def language_of(argv: list[str], editable: list[str] | tuple[str, ...] = ()) -> str:
+    """'cuda' when an editable source is CUDA (its discovery is the GPU timeline), 'python' for a
+    Python interpreter or script, else 'native'."""
+    if any(e.endswith(CUDA_SUFFIXES) for e in editable):
+        return "cuda"
+    exe = argv[0].rsplit("/", 1)[-1]
+    if exe.startswith("python") or (argv and argv[0].endswith(".py")):
+        return "python"
+    return "native"
+
+
 # Profilers slow programs down; the capture gets this many times the run's own timeout.
 CAPTURE_TIMEOUT_FACTOR = 60.0
 

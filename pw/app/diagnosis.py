@@ -1,16 +1,17 @@
-"""What a candidate's reprofile adds beyond the discovery adapter (issue 17):
+"""The exact-count channel beside the timed one: a candidate's diagnosis-adapter reprofile.
+
+Every timed run is profiled by the discovery adapter (``pw.app.campaign``), and the gates read
+those. When the baseline's diagnosis climbed to another adapter (callgrind's exact per-line
+instructions, callgrind-cachesim's cache misses), the candidate is profiled with it too, once, so
+the report shows that noise-free channel's before and after (hotspot Ir) beside the timed one,
+provided its estimated cost fits ``routing.REPROFILE_BUDGET_S``; no gate reads it. A GPU hotspot
+diagnosed with Nsight Compute gets the same filtered capture on the candidate: the counters say why
+the kernel's device time fell.
 
 - **Reuse by hash.** A candidate whose built executable is byte-identical to one already profiled
-  with the same adapter (the baseline's, a parent's, another candidate's) reuses that capture's raw
-  evidence instead of running the profiler again: the capture is recorded with ``reused_from`` (the
-  source target) and the same ``executable_sha256``, normalized again under the candidate's label;
-  `pw audit` checks that the source capture exists, holds the same executable hash and the same raw
-  evidence. Only the executable file is hashed (a comment-only edit that compiles to the same bytes
-  reuses; a Python script, whose interpreter is on PATH, never does).
-- **The diagnosis adapter too.** When the baseline's diagnosis climbed to another adapter
-  (callgrind's exact per-line instructions), the candidate is reprofiled with it as well, so the
-  gates and the report show the diagnosis metric before and after (hotspot Ir), provided its
-  estimated cost (measured overhead once known) fits ``routing.REPROFILE_BUDGET_S``.
+  with the same adapter reuses that capture's raw evidence instead of running the profiler again:
+  the capture is recorded with ``reused_from`` and the same ``executable_sha256``; `pw audit`
+  checks that the source capture exists, holds the same executable hash and the same raw evidence.
 - **Observed overhead.** Every capture records its profiled wall against the candidate's
   uninstrumented timed wall (``ProfileCaptured.overhead``), which `projections.overhead` folds.
 """
@@ -75,3 +76,44 @@ def diagnosis_adapter(handle, state, discovery: str, progress=lambda _m: None) -
         progress(f"no {answered[-1]} reprofile: {why}")
         return None
     return answered[-1]
+
+
+def diagnose(handle, state, target: Target, progress, *, reuse: bool = True):
+    """The candidate's capture with the baseline's diagnosis adapter, recorded (or the state as it
+    was when there is none or it does not fit the budget)."""
+    from pw.workload import workspace
+
+    discovery = state.routing.get("discovery")
+    adapter = diagnosis_adapter(handle, state, discovery.chosen if discovery else "", progress)
+    if adapter is None:
+        return state
+    progress(f"exact-count channel: {adapter}")
+    before = workspace.snapshot(target.build_dir)
+    result = capture_or_reuse(handle, state, target, target, adapter, progress, reuse=reuse)
+    for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
+        (target.build_dir / rel).unlink(missing_ok=True)
+    return handle.record(state, [result.captured, result.normalized])
+
+
+def gpu_counters(handle, state, target: Target, progress):
+    """A GPU hotspot diagnosed with Nsight Compute at baseline gets the same filtered capture on the
+    candidate, so the report can say which counter moved (why the kernel's device time fell)."""
+    from pw.workload import workspace
+
+    hot = state.hotspot
+    if hot is None or not any(n.target == "baseline" and n.adapter == "ncu" for n in state.profiles.values()):
+        return state
+    launches = 0
+    base = state.profiles.get(f"baseline:{state.routing['discovery'].chosen}") if "discovery" in state.routing else None
+    if base is not None:
+        from ledger.profile import decode_profile
+
+        op = decode_profile(handle.evidence.get(base.profile_sha256)).operation(hot.operation)
+        launches = int(op.self_metrics.get("kernel_launches", 0)) if op is not None else 0
+    progress("counters with ncu")
+    before = workspace.snapshot(target.build_dir)
+    result = profiling.capture(state.run.contract, target, "ncu", handle.evidence, handle.path / "scratch",
+                               focus=(hot.name, launches))
+    for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
+        (target.build_dir / rel).unlink(missing_ok=True)
+    return handle.record(state, [result.captured, result.normalized])
