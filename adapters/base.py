@@ -115,6 +115,10 @@ class RunWrap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     inner: list[str] = []
     env: dict[str, str] = {}
     writable: list[str] = []
+    # Regular expressions (bytes, as text) of what the profiler itself prints at the head and the tail
+    # of the program's stdout, taken off before the output is checked (py-spy's banner).
+    own_stdout_head: str = ""
+    own_stdout_tail: str = ""
 
 
 class ProgramRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

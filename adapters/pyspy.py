@@ -38,6 +38,7 @@ from adapters.base import (
     Capture,
     CaptureError,
     CaptureRequest,
+    RunWrap,
     Usability,
     decode_meta,
     last_line,
@@ -115,6 +116,7 @@ class PySpyAdapter(Adapter):
         super().__init__(tool_path)
         self.rate = rate
         self.python = python or sys.executable  # interpreter for the probe only
+        self._tool_version: str | None = None
 
     def resolve_tool(self) -> str | None:
         """PATH first; then beside the running interpreter (py-spy is a dependency of this package,
@@ -175,6 +177,30 @@ class PySpyAdapter(Adapter):
         return Capture(adapter=self.spec.name, label=req.label, wall_s=r.wall_s, tool_version=version,
                        commands=[cmd], artifacts={OUT_ROLE: out, "capture.json": meta,
                                                   "stdout.txt": stdout, "stderr.txt": stderr})
+
+    # --- timed runs (one kind of run): py-spy is the program's parent, between launcher and program --
+    def timed_options(self) -> dict[str, str | int | float | bool]:
+        return {"rate": self.rate, "mode": "timed"}
+
+    def timed_wrap(self, out_dir: str) -> RunWrap | None:
+        exe = self.resolve_tool()
+        if exe is None:
+            return None
+        return RunWrap(inner=[*self._record(exe, os.path.join(out_dir, OUT_ROLE)), "--"], writable=[out_dir],
+                       own_stdout_head=_OWN_HEAD.pattern.decode(), own_stdout_tail=_OWN_TAIL.pattern.decode())
+
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
+        out = os.path.join(out_dir, OUT_ROLE)
+        try:
+            data = Path(out).read_bytes()
+        except OSError:
+            raise CaptureError("py-spy wrote no profile for the timed run") from None
+        if self._tool_version is None:
+            self._tool_version = _version(self.require_tool())
+        version = self._tool_version
+        meta = msgspec.json.encode({"adapter": self.spec.name, "tool_version": version, "cwd": cwd, "argv": [],
+                                    "options": self.timed_options()}, order="deterministic")
+        return {OUT_ROLE: data, "capture.json": meta}
 
     def normalize(self, artifacts: Mapping[str, bytes], source_root: str, target: str) -> Profile:
         meta = decode_meta(artifacts)

@@ -51,6 +51,12 @@ def _evidence_refs(events) -> list[tuple[int, str]]:
 
 
 def _walk(obj):
+    from ledger.events import ProfiledRun
+
+    if isinstance(obj, ProfiledRun):  # one timed run's evidence: its raw artifacts and its profile
+        yield from obj.raw.values()
+        yield obj.profile
+        return
     if isinstance(obj, msgspec.Struct):
         for field in obj.__struct_fields__:
             value = getattr(obj, field)
@@ -243,7 +249,12 @@ def check_profiles(ctx: AuditContext) -> str | None:
     single: set[tuple[str, str, str]] = set()  # (target, adapter, sha) of one-capture profiles seen
     for env in ctx.events:
         data = env.data
-        if isinstance(data, ev.ProfileCaptured):
+        if isinstance(data, ev.TimingRecorded) and data.profiler is not None:
+            problem = timed_runs_divergence(ctx, env.seq, data)
+            if problem is not None:
+                return problem
+            single.update((label, data.profiler.adapter, r.profile) for label, runs in data.runs.items() for r in runs)
+        elif isinstance(data, ev.ProfileCaptured):
             if data.reused_from is not None:  # reuse by hash: the source must hold the same executable and evidence
                 source = captured.get((data.reused_from, data.adapter))
                 if source is None or not data.executable_sha256 or \
@@ -266,6 +277,45 @@ def check_profiles(ctx: AuditContext) -> str | None:
 
             if hashlib.sha256(again).hexdigest() != data.profile_sha256:
                 return f"event seq {env.seq}: the {data.adapter} profile of {data.target} does not follow from its raw capture"
+    return None
+
+
+def timed_runs_divergence(ctx: AuditContext, seq: int, timing) -> str | None:
+    """One kind of run: each timed run's profile must follow from its raw output (the adapter's pure
+    normalize), and each per-run reduction (``{label}:hot_s``, ``{label}:reach_s``) from that profile,
+    the run's wall time and the campaign's attribution (``pw.rules.attribution``)."""
+    import hashlib
+
+    from adapters.registry import adapter_by_name
+    from ledger.profile import decode_profile, encode_profile
+    from pw.app.campaign import Profiling
+
+    try:
+        adapter = adapter_by_name(timing.profiler.adapter)
+    except KeyError as exc:
+        return f"event seq {seq}: its timed runs were profiled by {exc}"
+    reduce = Profiling(timing.profiler.adapter, adapter, ctx.evidence, timing.attribution, timing.profiler.source_roots)
+    for k, label in enumerate(timing.targets):
+        role = "reference" if k == 0 else ("candidate" if label == timing.targets[-1] else "hybrid")
+        walls = timing.samples.get(f"{label}:wall_s", [])
+        for i, run in enumerate(timing.runs.get(label, [])):
+            where = f"event seq {seq}: timed run {i + 1} of {label}"
+            try:
+                artifacts = {role_: ctx.evidence.get(sha) for role_, sha in run.raw.items()}
+                again = adapter.normalize(artifacts, timing.profiler.source_roots.get(label, ""), label)
+            except (OSError, ValueError) as exc:
+                return f"{where}: its profile cannot be recomputed from its raw output ({exc})"
+            if hashlib.sha256(encode_profile(again)).hexdigest() != run.profile:
+                return f"{where}: its profile does not follow from its raw output"
+            if timing.attribution is None or i >= len(walls):
+                continue
+            _, series, _ = reduce.reduce_profile(decode_profile(ctx.evidence.get(run.profile)), role, walls[i])
+            for key, value in series.items():
+                recorded = timing.samples.get(f"{label}:{key}", [])
+                if i >= len(recorded) or not math.isclose(recorded[i], value, rel_tol=1e-9, abs_tol=1e-9):
+                    got = recorded[i] if i < len(recorded) else None
+                    return (f"{where}: {key} {got} does not follow from its profile and the campaign's "
+                            f"attribution ({value})")
     return None
 
 

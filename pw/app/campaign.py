@@ -78,14 +78,22 @@ class Profiling:
         raw = {r: self.evidence.put(data) for r, data in sorted(artifacts.items())}
         profile = self.adapter.normalize(artifacts, self.source_roots[label], label)
         sha = self.evidence.put(encode_profile(profile))
+        _, series, version = self.reduce_profile(profile, role, wall_s)
+        return ev.ProfiledRun(raw=raw, profile=sha), series, version
+
+    def reduce_profile(self, profile, role: str, wall_s: float) -> tuple[None, dict[str, float], str]:
+        """A run's per-run series from its profile (pure; `pw audit` recomputes them with it): the
+        hotspot's part in seconds of the run (the candidate's changed code counts with it; a hybrid
+        arm's hotspot is the candidate's code, so it reads as the candidate's), and in the reference's
+        runs the reach of the code the candidate changed (the Amdahl ceiling)."""
         series: dict[str, float] = {}
         a = self.attribution
         if a is not None:
-            side = a.changed if role == "candidate" else a.hotspot
+            side = a.hotspot if role == "reference" else a.changed
             series["hot_s"] = attr.side_seconds(profile, side, wall_s)
             if role == "reference":
                 series["reach_s"] = attr.side_seconds(profile, a.reach, wall_s)
-        return ev.ProfiledRun(raw=raw, profile=sha), series, profile.tool_version
+        return None, series, profile.tool_version
 
 
 def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:

@@ -307,7 +307,7 @@ def reprofile_adapters(discovery: str | None, diagnosis: str | None, runtime_s: 
 # One kind of run: the profiler every timed run of a language runs under, in order of preference
 # (the first usable one is taken). Each joins a timed run without changing what the program sees
 # beyond what every arm sees alike (adapters.base.RunWrap).
-TIMED_PROFILERS: dict[str, tuple[str, ...]] = {"native": ("perf",), "python": ("pyspy",), "cuda": ("cupti", "perf")}
+TIMED_PROFILERS: dict[str, tuple[str, ...]] = {"native": ("perf",), "python": ("py-spy",), "cuda": ("cupti", "perf")}
 
 
 def timed_profiler(language: str, usable: dict[str, Usability]) -> str | None:

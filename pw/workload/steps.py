@@ -270,6 +270,8 @@ def run_once(
         confine=confine,
     )
     diagnostics.process_ran(result, what=f"{tag} {target.label}")
+    if wrap is not None and (wrap.own_stdout_head or wrap.own_stdout_tail):
+        _strip_profiler_lines(Path(result.stdout_path), wrap)
     stdout = Path(result.stdout_path).read_text(errors="replace")
     output_file = None
     declared = None
@@ -308,6 +310,16 @@ def run_once(
     leftovers = [p.split(" ", 1)[-1] for p in result.leftover_processes]
     return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes,
                       stderr=stderr, leftover_processes=leftovers, created=created)
+
+
+def _strip_profiler_lines(path: Path, wrap: RunWrap) -> None:
+    """Take what a profiler prints into the program's stdout (its banner) off again."""
+    data = path.read_bytes() if path.exists() else b""
+    if wrap.own_stdout_head:
+        data = re.sub(wrap.own_stdout_head.encode(), b"", data, count=1)
+    if wrap.own_stdout_tail:
+        data = re.sub(wrap.own_stdout_tail.encode(), b"", data, count=1)
+    path.write_bytes(data)
 
 
 def classify(outcome: RunOutcome) -> str | None:
