@@ -29,12 +29,15 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+import msgspec
+
 from adapters.base import (
     Adapter,
     AdapterSpec,
     Capture,
     CaptureError,
     CaptureRequest,
+    RunWrap,
     Usability,
     decode_meta,
     last_line,
@@ -209,6 +212,33 @@ class CuptiAdapter(Adapter):
         return Capture(adapter=self.spec.name, label=req.label, wall_s=r.wall_s, tool_version=tk.version,
                        commands=[req.argv], artifacts={JSONL_ROLE: out, "capture.json": meta,
                                                        "stdout.txt": stdout, "stderr.txt": stderr})
+
+    # --- timed runs (one kind of run): the injection library in every timed run's environment -----
+    def timed_options(self) -> dict[str, str | int | float | bool]:
+        return {"mode": "timed", "injection": "CUDA_INJECTION64_PATH"}
+
+    def timed_wrap(self, out_dir: str) -> RunWrap | None:
+        tk = find_toolkit()
+        if tk is None:
+            return None
+        try:
+            lib = build_library(tk, cache=self.cache)
+        except CaptureError:
+            return None
+        # Every arm's every timed run gets the same variables (only the output path differs, and
+        # it is outside the program's tree): a program has no profiled run to tell from a timed one.
+        return RunWrap(env={"CUDA_INJECTION64_PATH": str(lib), "PW_CUPTI_OUT": os.path.join(out_dir, JSONL_ROLE)},
+                       writable=[out_dir])
+
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
+        out = os.path.join(out_dir, JSONL_ROLE)
+        if not os.path.isfile(out) or os.path.getsize(out) == 0:
+            raise CaptureError("CUPTI wrote no activity records for the timed run: the program made no CUDA "
+                               "call, or the driver did not load the injection library")
+        tk = find_toolkit()
+        meta = msgspec.json.encode({"adapter": self.spec.name, "tool_version": tk.version if tk else "",
+                                    "cwd": cwd, "argv": [], "options": self.timed_options()}, order="deterministic")
+        return {JSONL_ROLE: Path(out).read_bytes(), "capture.json": meta}
 
     def normalize(self, artifacts: Mapping[str, bytes], source_root: str, target: str) -> Profile:
         meta = decode_meta(artifacts)

@@ -34,12 +34,15 @@ class Source(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Metric(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """What is timed: whole-process wall time, or a region of interest the program prints."""
+    """What is timed: whole-process wall time, a region of interest the program prints, or one
+    operation's cost (``operation``: a function or kernel by name, measured in every timed run's
+    profile; the whole-process time is then the collateral check)."""
 
-    kind: Literal["wall", "roi"] = "wall"
+    kind: Literal["wall", "roi", "operation"] = "wall"
     pattern: str | None = None
     json_key: str | None = None
     unit: Literal["s", "ms", "us", "ns"] = "s"
+    operation: str | None = None
 
 
 class Holdout(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -38,6 +38,9 @@ from pw.rules.contention import OTHERS, RUN_QUEUE, STEAL
 from pw.workload import containment, output_check
 from pw.workload import steps as execute
 
+# An operation metric's floor: a run in which the operation's code took no sample at all.
+OPERATION_FLOOR_S = 1e-6
+
 
 class CampaignResult(msgspec.Struct, frozen=True):
     timing: ev.TimingRecorded | None
@@ -171,6 +174,10 @@ def timed_run(contract: Contract, target: execute.Target, scratch: Path, *, argv
         shutil.rmtree(out_dir, ignore_errors=True)
     run, series, version = profiling.reduce(target.label, role, artifacts, out.process.wall_s)
     series = {**series, "user_s": out.process.user_s, "sys_s": out.process.sys_s}
+    if contract.metric.kind == "operation" and "hot_s" in series:
+        # The operation's cost is what is timed: its code (and, in the candidate, the code it changed,
+        # so work moved out of the operation counts against it); never 0, which no ratio can take.
+        out = msgspec.structs.replace(out, value=max(series["hot_s"], OPERATION_FLOOR_S))
     return TimedRun(out, run, series, version)
 
 

@@ -109,9 +109,14 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
         found = msgspec.structs.replace(found, captured=msgspec.structs.replace(found.captured, build_note=dbg.note))
     events += [found.captured, found.normalized]
     editable = _editable_files(state, target)
+    named = contract.metric.operation if contract.metric.kind == "operation" else None
     try:
-        hot = hs.select_hotspot(found.profile, editable)
-    except ValueError:
+        hot = hs.select_named(found.profile, named) if named else hs.select_hotspot(found.profile, editable)
+    except ValueError as exc:
+        if named:
+            return events + [ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable",
+                                              message=f"metric.operation: {exc}; name a function or kernel the "
+                                                      "program runs (the brief lists the largest)")]
         # A program that ends before the profiler can sample it has no hotspot to speak of.
         return events + [ev.FaultRecorded(
             stage="profile", target="baseline", failure_class="profiler-unusable",

@@ -82,3 +82,15 @@ def profiling_for(handle: RunHandle, state: RunState, reference: execute.Target,
         return None
     roots = {t.label: str(t.build_dir.resolve()) for t in [reference, *arms]}
     return Profiling(name, adapter, handle.evidence, attribution, roots)
+
+
+def operation_attribution(state: RunState, baseline: execute.Target) -> ev.Attribution | None:
+    """For a metric that is one operation's cost, what its code is in the baseline's tree (the
+    baseline's timed runs at `pw start` time it); None for any other metric."""
+    metric = state.run.contract.metric
+    if metric.kind != "operation" or not metric.operation:
+        return None
+    name = metric.operation
+    found = [r for r in regions.function_regions(tree_files(baseline.src_dir, baseline.files)) if r.name == name]
+    side = ev.CodeSide(regions=found, operations=[] if found else [name])
+    return ev.Attribution(hotspot_operation=name, hotspot=side, changed=side, reach=side)

@@ -292,7 +292,7 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     state = stage(state, "oracle", _digest([binary, contract.oracle, contract.run]), do_oracle)
 
     def do_timing() -> list[ev.Payload]:
-        profiling = profiled.profiling_for(handle, state, target, [], None)
+        profiling = profiled.profiling_for(handle, state, target, [], profiled.operation_attribution(state, target))
         return time_baseline_alone(contract, target, scratch, runs=opts.baseline_runs, host=run.host.hostname,
                                    binary=binary, progress=progress, profiling=profiling)
 

@@ -117,6 +117,27 @@ def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSele
     )
 
 
+def select_named(profile: Profile, name: str) -> ev.HotspotSelected:
+    """The operation the user named (``metric.operation``: a function or kernel) as the hotspot,
+    whatever its share; raises ValueError when no operation of that name took any cost."""
+    metric = profile.primary_metric
+    total = profile.totals.get(metric, 0.0)
+
+    def base(op: Operation) -> str:
+        return op.name.split("(", 1)[0].split("<", 1)[0].strip().rsplit(" ", 1)[-1]
+
+    found = [op for op in profile.operations if name in (op.name, base(op))]
+    if not found or total <= 0:
+        raise ValueError(f"the operation {name!r} took no cost in the baseline's profile")
+    hot = min(found, key=lambda o: (-o.inclusive_metrics.get(metric, o.self_metrics.get(metric, 0.0)), o.id))
+    inclusive = hot.inclusive_metrics.get(metric, hot.self_metrics.get(metric, 0.0))
+    share = min(1.0, inclusive / total)
+    ceiling = amdahl_ceiling(share)
+    return ev.HotspotSelected(operation=hot.id, name=hot.name, file=hot.file, line_start=hot.line_start,
+                              line_end=hot.line_end, metric=metric, share=round(share, 6),
+                              amdahl_ceiling=None if ceiling is None else round(ceiling, 6))
+
+
 def hot_lines(profile: Profile, operation: str, *, top: int = 8) -> list[int]:
     """The operation's costliest source lines (for the locator's focus window)."""
     metric = profile.primary_metric

@@ -615,7 +615,7 @@ def _pair_inputs(s: Selection, cid: str, ref: str, shared: dict[str, Any], profi
         measured = sorted({m for sha in _first_profiles(timing[1]) for m in decode_profile(profiles[sha]).metrics})
         adapter = gf.AdapterFacts(name=profiler.adapter, can_reprofile=True, usable=bool(probe and probe.usable),
                                  measured=measured, simulated=[m for m in measured if _is_simulated(m)])
-    roi = timing is not None and run.contract.metric.kind == "roi"
+    roi = timing is not None and run.contract.metric.kind in ("roi", "operation")
     return g.GateInputs(
         **shared, seqs=_seqs(s, wall), pairs=pairs, adapter=adapter,
         counter=_gpu_counter(s, profiles, None, None), diagnosis=_diagnosis_facts(s, profiles), wall_analysis=wall,
@@ -666,7 +666,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     contract = s.run[1].contract
     oracle, timing, build, diff = s.oracle, s.timing, s.build, s.diff[1]
     ref, base_build = _judged_reference(rs, s, envelopes)
-    roi = contract.metric.kind == "roi"
+    roi = contract.metric.kind in ("roi", "operation")
     if rs.evidence == "pairs" and timing is not None and timing[1].campaign is not None \
             and timing[1].campaign.rule == "pw.campaign/3":
         from pw.rules.judge_pairs import admitted_analysis

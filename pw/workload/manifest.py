@@ -98,6 +98,8 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
     _relative(c.run.cwd, "run.cwd", name)
     for i, item in enumerate(c.inputs):
         _relative(item, f"inputs[{i}]", name)
+    if c.metric.kind == "operation" and not (c.metric.operation or "").strip():
+        raise InputError(f"{name}: metric.operation: expected the function or kernel to judge when kind is 'operation'")
     if c.metric.kind == "roi":
         if not c.metric.pattern and not c.metric.json_key:
             raise InputError(f"{name}: metric: expected 'pattern' or 'json_key' when kind is 'roi'")
