@@ -131,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Verbs that pick up from what the ledger holds when run again (their next step rewrites the
+# projections too): after a refused write, the same command is what continues, not `pw rebuild`.
+_GO_ON_BY_RUNNING_AGAIN = frozenset({"evaluate", "confirm", "report"})
+
+
 def _again(argv: list[str]) -> str:
     """The command as it was typed: what continues after a refused write (every verb resumes from
     what the ledger holds, or changed nothing)."""
@@ -166,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         if diagnostics.debugging():
             diagnostics.log().debug("error", verb=args.verb, error=type(exc).__name__, exc_info=True)
         if isinstance(exc, DiskError):
-            exc = exc.with_resume(_again(argv))
+            exc = exc.with_resume(_again(argv), replace=args.verb in _GO_ON_BY_RUNNING_AGAIN)
         sys.stderr.write(f"pw {args.verb}: {exc.message}\n")
         return exc.exit_code
     except KeyboardInterrupt:
