@@ -184,8 +184,9 @@ def killed_at(target: str, k: int, *args) -> CliResult:
     ("pw.app.run:RunHandle.record")."""
     module, attr = target.split(":")
     script = textwrap.dedent(_KILLER.format(module=module, attr=attr))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", script, str(k), *map(str, args)], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)
+                          timeout=120, cwd=REPO, env=env)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -194,8 +195,9 @@ def as_nobody(*args, cwd: Path) -> CliResult:
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
         pytest.skip("running pw as another user needs root and setpriv")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's pw, whatever is installed
     proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--", sys.executable, "-m",
-                           "pw.cli", *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
+                           "pw.cli", *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -211,6 +213,40 @@ def flip_a_byte(run: Path, line: int = 2) -> None:
 def restore_ledger(scene) -> None:
     """What the damaged-ledger message asks for: the ledger restored from a copy of the run."""
     shutil.copy2(scene.template / "ledger.jsonl", scene.run / "ledger.jsonl")
+
+
+def tear(run: Path) -> None:
+    """An append cut short: a partial last line (a torn tail, which `pw repair` quarantines)."""
+    with open(run / "ledger.jsonl", "ab") as f:
+        f.write(b'{"seq":99,"id":"an append cut short')
+
+
+def torn(argv: Callable[[Scene], list]) -> Callable[[Scene], list]:
+    """An act: tear the run's ledger, then run `argv(scene)`."""
+
+    def act(scene: Scene) -> list:
+        tear(scene.run)
+        return argv(scene)
+
+    return act
+
+
+def damaged(argv: Callable[[Scene], list]) -> Callable[[Scene], list]:
+    """An act: flip a byte of event 3 (recording the damaged bytes as `scene.damaged`), then run
+    `argv(scene)`."""
+
+    def act(scene: Scene) -> list:
+        flip_a_byte(scene.run)
+        scene.damaged = (scene.run / "ledger.jsonl").read_bytes()
+        return argv(scene)
+
+    return act
+
+
+def repair(scene: Scene) -> None:
+    """A recovery: `pw repair` quarantines the torn tail (and rewrites the projections)."""
+    result = pw_main("repair", scene.run)
+    assert result.code == 0, result
 
 
 # --- the check -------------------------------------------------------------------------------------

@@ -11,7 +11,19 @@ import pytest
 from pw.app.run import RunHandle
 from pw.workload import workspace
 from tests.conftest import ledger_events, pw_main
-from tests.faultkit import Fault, before_call, check, fill, flip_a_byte, free, ids, remount, restore_ledger
+from tests.faultkit import (
+    Fault,
+    before_call,
+    check,
+    damaged,
+    fill,
+    free,
+    ids,
+    remount,
+    repair,
+    restore_ledger,
+    torn,
+)
 
 BROKEN_C = "int main(void) { return 0 }  /* a missing semicolon */\nint also_broken(void) { return x; }\n"
 
@@ -73,28 +85,6 @@ def _evaluated_after(free_or_rw: str):
     return recover
 
 
-def _torn(verb_argv):
-    def act(scene):
-        with open(scene.run / "ledger.jsonl", "ab") as f:
-            f.write(b'{"seq":99,"id":"cut short')
-        return verb_argv(scene)
-
-    return act
-
-
-def _repair(scene):
-    result = pw_main("repair", scene.run)
-    assert result.code == 0, result
-
-
-def _damaged(verb_argv):
-    def act(scene):
-        flip_a_byte(scene.run)
-        return verb_argv(scene)
-
-    return act
-
-
 def _broken_candidate(scene):
     (scene.run / "candidates" / "a" / "src" / "tiny.c").write_text(BROKEN_C)
     return ["evaluate", scene.run, "a"]
@@ -144,10 +134,10 @@ FAULTS = [
           root=True),
     Fault("prepare-read-only-run", "prepare", 3, ("read-only filesystem", "make it writable"),
           _read_only(lambda s: prepare(s, "b:baseline:m")), _prepared_again("b:baseline:m"), root=True),
-    Fault("prepare-damaged-ledger", "prepare", 2, DAMAGED, _damaged(lambda s: prepare(s, "b:baseline:m")),
+    Fault("prepare-damaged-ledger", "prepare", 2, DAMAGED, damaged(lambda s: prepare(s, "b:baseline:m")),
           restore_ledger),
     Fault("prepare-torn-tail", "prepare", 2, ("torn tail at byte", "run `pw repair"),
-          _torn(lambda s: prepare(s, "b:baseline:m")), _repair),
+          torn(lambda s: prepare(s, "b:baseline:m")), repair),
     # evaluate
     Fault("evaluate-unknown-candidate", "evaluate", 2, ("never prepared",), lambda s: ["evaluate", s.run, "zz"]),
     Fault("evaluate-id-is-a-path", "evaluate", 2, ("never a path",), lambda s: ["evaluate", s.run, "../a"]),
@@ -159,15 +149,15 @@ FAULTS = [
           _full_before(RunHandle, "record", 1, _evaluate_a), _evaluated_after("free"), root=True),
     Fault("evaluate-read-only-run", "evaluate", 3, ("read-only filesystem",), _read_only(_evaluate_a),
           _evaluated_after("rw"), root=True),
-    Fault("evaluate-damaged-ledger", "evaluate", 2, DAMAGED, _damaged(_evaluate_a), restore_ledger),
-    Fault("evaluate-torn-tail", "evaluate", 2, ("torn tail at byte", "run `pw repair"), _torn(_evaluate_a), _repair),
+    Fault("evaluate-damaged-ledger", "evaluate", 2, DAMAGED, damaged(_evaluate_a), restore_ledger),
+    Fault("evaluate-torn-tail", "evaluate", 2, ("torn tail at byte", "run `pw repair"), torn(_evaluate_a), repair),
     Fault("evaluate-candidate-does-not-build", "evaluate", 1,
           ("rejected", "build-failed:", "tiny.c:1:", "error:", "build log: "), _broken_candidate, _build_log_named),
     # confirm
     Fault("confirm-unknown-candidate", "confirm", 2, ("no evaluation to confirm",), lambda s: ["confirm", s.run, "zz"]),
     Fault("confirm-never-evaluated", "confirm", 2, ("no evaluation to confirm",), lambda s: ["confirm", s.run, "a"]),
     Fault("confirm-not-a-run", "confirm", 2, ("not inside a run directory",), lambda s: ["confirm", s.tmp, "a"]),
-    Fault("confirm-damaged-ledger", "confirm", 2, DAMAGED, _damaged(lambda s: ["confirm", s.run, "a"]), restore_ledger),
+    Fault("confirm-damaged-ledger", "confirm", 2, DAMAGED, damaged(lambda s: ["confirm", s.run, "a"]), restore_ledger),
 ]
 
 

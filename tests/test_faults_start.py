@@ -27,6 +27,7 @@ from tests.faultkit import (
     killed_at,
     remount,
     restore_ledger,
+    tear,
 )
 
 STAGES = ["preflight", "build", "oracle", "baseline-timing"]  # with --no-profile
@@ -233,8 +234,7 @@ def _found_and_resumed(scene):
 
 
 def _torn(scene):
-    with open(scene.run / "ledger.jsonl", "ab") as f:
-        f.write(b'{"seq":99,"id":"an append cut short')
+    tear(scene.run)
     return ["start", "--resume", scene.run]
 
 

@@ -16,38 +16,28 @@ import shutil
 import pytest
 
 from tests.conftest import pw_main
-from tests.faultkit import Fault, before_call, check, fill, flip_a_byte, free, ids, remount, restore_ledger
+from tests.faultkit import (
+    Fault,
+    before_call,
+    check,
+    damaged,
+    fill,
+    free,
+    ids,
+    remount,
+    repair,
+    restore_ledger,
+    tear,
+    torn,
+)
 
 DAMAGED = ("fails its hash", "events 1-2 are intact", "nothing from seq 3 on can be trusted", "restore ledger.jsonl",
            "pw start --workload")
 
 
-def _damaged(argv):
-    def act(scene):
-        flip_a_byte(scene.run)
-        scene.damaged = (scene.run / "ledger.jsonl").read_bytes()
-        return argv(scene)
-
-    return act
-
-
 def _unchanged_then_restored(scene):
     assert (scene.run / "ledger.jsonl").read_bytes() == scene.damaged  # nothing was "repaired" away
     restore_ledger(scene)
-
-
-def _torn(argv):
-    def act(scene):
-        with open(scene.run / "ledger.jsonl", "ab") as f:
-            f.write(b'{"seq":99,"id":"an append cut short')
-        return argv(scene)
-
-    return act
-
-
-def _repair(scene):
-    result = pw_main("repair", scene.run)
-    assert result.code == 0, result
 
 
 def _replaced(content: bytes, verb: str = "audit"):
@@ -90,15 +80,14 @@ def _dropped_line(scene):
 
 def _torn_on_read_only(scene):
     scene.run_on_tmpfs()
-    with open(scene.run / "ledger.jsonl", "ab") as f:
-        f.write(b'{"seq":99,"id":"cut short')
+    tear(scene.run)
     remount(scene.tmp / "disk", "ro")
     return ["repair", scene.run]
 
 
 def _writable_and_repair(scene):
     remount(scene.tmp / "disk", "rw")
-    _repair(scene)
+    repair(scene)
 
 
 def _rebuild_on_full_disk(scene):
@@ -117,8 +106,7 @@ def _free_and_rebuild(scene):
 def _repair_full_after_truncating(scene):
     """The repair's LedgerRepaired is recorded; the projections it stales cannot be written."""
     scene.run_on_tmpfs()
-    with open(scene.run / "ledger.jsonl", "ab") as f:
-        f.write(b'{"seq":99,"id":"cut short')
+    tear(scene.run)
     from projections import materialize
 
     before_call(scene, materialize, "write_all", 1, lambda *_: fill(scene.tmp / "disk"))
@@ -131,7 +119,7 @@ def _run(verb: str, *extra):
 
 FAULTS = [
     # audit
-    Fault("audit-flipped-byte", "audit", 1, ("audit failed", "seq 3", "fails its hash"), _damaged(_run("audit")),
+    Fault("audit-flipped-byte", "audit", 1, ("audit failed", "seq 3", "fails its hash"), damaged(_run("audit")),
           _unchanged_then_restored),
     Fault("audit-dropped-event", "audit", 1, ("audit failed", "seq 4"), _dropped_line, restore_ledger),
     Fault("audit-edited-projection", "audit", 1, ("experiment-plan.json", "differs from its rebuild"), _edited_plan,
@@ -142,8 +130,8 @@ FAULTS = [
           restore_ledger),
     Fault("audit-not-a-run", "audit", 2, ("not inside a run directory",), lambda s: ["audit", s.tmp]),
     # repair
-    Fault("repair-torn-tail", "repair", 0, ("quarantined", "rebuilt the projections"), _torn(_run("repair"))),
-    Fault("repair-flipped-byte", "repair", 2, ("nothing changed", *DAMAGED), _damaged(_run("repair")),
+    Fault("repair-torn-tail", "repair", 0, ("quarantined", "rebuilt the projections"), torn(_run("repair"))),
+    Fault("repair-flipped-byte", "repair", 2, ("nothing changed", *DAMAGED), damaged(_run("repair")),
           _unchanged_then_restored),
     Fault("repair-intact-ledger", "repair", 0, ("intact, nothing to repair",), _run("repair")),
     Fault("repair-empty-ledger", "repair", 2, ("empty file", "nothing repaired"),
@@ -157,15 +145,15 @@ FAULTS = [
     # rebuild
     Fault("rebuild-disk-full", "rebuild", 3, ("experiment-plan.json: no space left", "then run `pw rebuild"),
           _rebuild_on_full_disk, _free_and_rebuild, root=True),
-    Fault("rebuild-damaged-ledger", "rebuild", 2, DAMAGED, _damaged(_run("rebuild")), restore_ledger),
+    Fault("rebuild-damaged-ledger", "rebuild", 2, DAMAGED, damaged(_run("rebuild")), restore_ledger),
     # the verbs that read a run: a damaged ledger is named, with what to do
-    Fault("status-damaged-ledger", "status", 2, DAMAGED, _damaged(_run("status")), restore_ledger),
-    Fault("log-damaged-ledger", "log", 2, DAMAGED, _damaged(_run("log")), restore_ledger),
-    Fault("replay-damaged-ledger", "replay", 2, DAMAGED, _damaged(_run("replay", "--until", 2)), restore_ledger),
-    Fault("inspect-damaged-ledger", "inspect", 2, DAMAGED, _damaged(_run("inspect", "--section", "facts")),
+    Fault("status-damaged-ledger", "status", 2, DAMAGED, damaged(_run("status")), restore_ledger),
+    Fault("log-damaged-ledger", "log", 2, DAMAGED, damaged(_run("log")), restore_ledger),
+    Fault("replay-damaged-ledger", "replay", 2, DAMAGED, damaged(_run("replay", "--until", 2)), restore_ledger),
+    Fault("inspect-damaged-ledger", "inspect", 2, DAMAGED, damaged(_run("inspect", "--section", "facts")),
           restore_ledger),
-    Fault("report-damaged-ledger", "report", 2, DAMAGED, _damaged(_run("report")), restore_ledger),
-    Fault("status-torn-tail", "status", 2, ("torn tail", "run `pw repair"), _torn(_run("status")), _repair),
+    Fault("report-damaged-ledger", "report", 2, DAMAGED, damaged(_run("report")), restore_ledger),
+    Fault("status-torn-tail", "status", 2, ("torn tail", "run `pw repair"), torn(_run("status")), repair),
     Fault("replay-past-the-end", "replay", 2, ("--until 99",), _run("replay", "--until", 99)),
 ]
 
