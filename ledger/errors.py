@@ -126,7 +126,8 @@ class DiskError(ToolError):
         self.kept = kept or "nothing half-written was kept; the ledger holds every completed step"
         self.resume = resume
         what = DISK_ERRNOS.get(errno, "write refused")
-        fix = "make it writable" if errno in (_errno.EROFS, _errno.EACCES, _errno.EPERM) else "free space"
+        fix = ("mount it writable" if errno == _errno.EROFS else "give this user access to it"
+               if errno in (_errno.EACCES, _errno.EPERM) else "free space")
         then = f", then run `{resume}`" if resume else ", then run the same command again"
         super().__init__(f"{self.path}: {what} ({_errno.errorcode.get(errno, errno)}); {self.kept}; {fix}{then}")
 

@@ -64,6 +64,7 @@ class Scene:
         self.workload = workload
         self.monkeypatch = monkeypatch
         self.mounts: list[Path] = []
+        self.trash: list[Path] = []  # folders made outside tmp (removed when the row ends)
         self._run: Path | None = None
         self.before: list[str] = []
 
@@ -112,6 +113,8 @@ class Scene:
         for where in reversed(self.mounts):
             subprocess.run(["umount", "-l", str(where)], capture_output=True)
         self.mounts.clear()
+        for folder in self.trash:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def fill(mnt: Path) -> Path:

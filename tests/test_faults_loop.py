@@ -132,7 +132,7 @@ FAULTS = [
           ("no space left", "the ledger holds every event", "then run `pw rebuild"),
           _full_before(RunHandle, "materialize", 1, lambda s: prepare(s, "b:baseline:m")), _free_and_rebuild,
           root=True),
-    Fault("prepare-read-only-run", "prepare", 3, ("read-only filesystem", "make it writable"),
+    Fault("prepare-read-only-run", "prepare", 3, ("read-only filesystem", "mount it writable"),
           _read_only(lambda s: prepare(s, "b:baseline:m")), _prepared_again("b:baseline:m"), root=True),
     Fault("prepare-damaged-ledger", "prepare", 2, DAMAGED, damaged(lambda s: prepare(s, "b:baseline:m")),
           restore_ledger),

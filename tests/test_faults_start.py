@@ -92,7 +92,8 @@ def _unreadable_source(scene):
     root reads every file)."""
     import tempfile
 
-    shared = Path(tempfile.mkdtemp(prefix="pw-faults-", dir="/tmp"))
+    shared = Path(tempfile.mkdtemp(prefix="pw-faults-", dir="/tmp"))  # tmp_path's parents are 0700
+    scene.trash.append(shared)
     scene.shared = shared
     os.chmod(shared, 0o755)
     wl = shutil.copytree(scene.workload, shared / "wl")
@@ -103,11 +104,7 @@ def _unreadable_source(scene):
 
 
 def _unreadable_after(scene):
-    shared = scene.shared
-    try:
-        assert list((shared / "runs").iterdir()) == []  # refused before a run was made
-    finally:
-        shutil.rmtree(shared, ignore_errors=True)
+    assert list((scene.shared / "runs").iterdir()) == []  # refused before a run was made
 
 
 def _compile_error(scene):

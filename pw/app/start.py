@@ -367,22 +367,14 @@ def start(opts: StartOptions, progress: Progress = lambda _: None) -> StartResul
         else:
             handle = create_run(opts, progress)
         return run_stages(handle, opts, progress)
-    except OSError as exc:  # a refused write no layer below named (a log, a scratch folder)
+    except (DiskError, OSError) as exc:  # an OSError: a refused write no layer below named (a log)
         err = disk_error(exc)
         if err is None:
             raise
-        if handle is None:
+        if handle is None:  # no run was made: the same command, once there is room (the CLI says it)
             raise DiskError(err.path, err.errno, kept="no run was made, its partial copy is removed") from None
-        raise _resume_after(err, handle) from None
-    except DiskError as exc:
-        if handle is None:  # the same command, once there is room (the CLI says it)
-            raise DiskError(exc.path, exc.errno, kept="no run was made, its partial copy is removed") from None
-        raise _resume_after(exc, handle) from None
-
-
-def _resume_after(exc: DiskError, handle: RunHandle) -> DiskError:
-    """Every completed stage is recorded: --resume brings the projections up and goes on."""
-    return exc.with_resume(f"pw start --resume {handle.path}", replace=True)
+        # Every completed stage is recorded: --resume brings the projections up and goes on.
+        raise err.with_resume(f"pw start --resume {handle.path}", replace=True) from None
 
 
 def _resumed(opts: StartOptions) -> RunHandle:
@@ -397,8 +389,12 @@ def _resumed(opts: StartOptions) -> RunHandle:
         from pw.app.damage import advice
 
         detail = str(exc).removeprefix("ledger: ")
-        hint = (f"; run `pw repair {handle.path}`" if isinstance(exc, TornTail) else ""
-                if isinstance(exc, NewerLedger) else f"; {advice(handle.ledger.path, exc)}")
+        if isinstance(exc, TornTail):
+            hint = f"; run `pw repair {handle.path}`"
+        elif isinstance(exc, NewerLedger):
+            hint = ""
+        else:  # damage before the tail: what still stands, and what to do
+            hint = f"; {advice(handle.ledger.path, exc)}"
         raise InputError(f"--resume {opts.resume}: {handle.ledger.path}: {detail}{hint}") from None
     if state.run is not None:
         # Killed between an append and its projection write: the ledger is the truth, so bring

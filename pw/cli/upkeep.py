@@ -57,7 +57,7 @@ def rebuild(args) -> int:
 
 
 def repair(args) -> int:
-    from ledger.errors import DiskError, LedgerCorrupt, NewerLedger
+    from ledger.errors import LedgerCorrupt, NewerLedger
     from pw.cli.common import first_line_intact
 
     run, ledger = open_run(args.run)
@@ -80,8 +80,6 @@ def repair(args) -> int:
         detail = str(exc).removeprefix("ledger: ")
         raise LedgerCorrupt(f"{path}: {detail}; nothing changed: {advice(path, exc)}", seq=exc.seq,
                             offset=exc.offset) from None
-    except DiskError as exc:
-        raise exc.with_resume(f"pw repair {run.path}", kept="nothing was repaired") from None
     if event is not None:
         # The repair appended LedgerRepaired: every projection stamped with the old head is stale
         # until it is rewritten, which `pw audit` would report. Rewrite them now.
