@@ -6,6 +6,8 @@ message that names the input and what was expected. Only the CLI renders them.
 
 from __future__ import annotations
 
+import errno as _errno
+
 # The exit codes of `pw` (AGENTS.md, "Command-line conventions"). Each says what the caller does
 # next, so an error's code follows from its class, never from its message.
 EXIT_OK = 0
@@ -99,3 +101,49 @@ class ToolError(PWError):
     """An external tool (profiler, compiler, patch) could not do what was asked: nothing was judged."""
 
     exit_code = EXIT_TOOL_FAILED
+
+
+# errno values that mean the machine would not take a write (full, over quota, read-only, not
+# permitted), not that ProfileWeaver is wrong: each becomes a DiskError naming the path.
+DISK_ERRNOS: dict[int, str] = {
+    _errno.ENOSPC: "no space left on the device",
+    _errno.EDQUOT: "disk quota exceeded",
+    _errno.EFBIG: "file too large for the filesystem",
+    _errno.EROFS: "read-only filesystem",
+    _errno.EACCES: "permission denied",
+    _errno.EPERM: "operation not permitted",
+}
+
+
+class DiskError(ToolError):
+    """The machine refused a write (ENOSPC, EDQUOT, EFBIG, EROFS, EACCES, EPERM) at `path`. Nothing
+    half-written was kept: the ledger holds every step completed before it. `resume` is the command
+    that continues once the cause is fixed; the layer that knows it (the verb) fills it in."""
+
+    def __init__(self, path: object, errno: int, *, resume: str | None = None, kept: str | None = None) -> None:
+        self.path = str(path)
+        self.errno = errno
+        self.kept = kept or "nothing half-written was kept; the ledger holds every completed step"
+        self.resume = resume
+        what = DISK_ERRNOS.get(errno, "write refused")
+        fix = ("mount it writable" if errno == _errno.EROFS else "give this user access to it"
+               if errno in (_errno.EACCES, _errno.EPERM) else "free space")
+        then = f", then run `{resume}`" if resume else ", then run the same command again"
+        super().__init__(f"{self.path}: {what} ({_errno.errorcode.get(errno, errno)}); {self.kept}; {fix}{then}")
+
+    def with_resume(self, resume: str, *, kept: str | None = None, replace: bool = False) -> DiskError:
+        """The same error, saying how to continue: an inner layer that knows better (the projections
+        are behind: `pw rebuild`) is kept unless `replace` (a verb whose resume does it all)."""
+        if self.resume is not None and not replace:
+            return self
+        return DiskError(self.path, self.errno, resume=resume, kept=kept or self.kept)
+
+
+def disk_error(exc: BaseException, path: object = None) -> DiskError | None:
+    """`exc` as a DiskError naming `path` (else the path the OS error names), or None when it is not
+    a refused write."""
+    if isinstance(exc, DiskError):
+        return exc
+    if not isinstance(exc, OSError) or exc.errno not in DISK_ERRNOS:
+        return None
+    return DiskError(path if path is not None else (exc.filename or "?"), exc.errno)

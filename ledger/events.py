@@ -116,6 +116,9 @@ class RunStarted(Payload, frozen=True):
     source_sha256: str
     budgets: Budgets
     host: Host
+    # How baseline/ was copied from the workload (pw.workload.workspace: `reflink`, `copy_file_range`,
+    # `read-write` when the runs directory is on another filesystem), each method once.
+    copied_by: list[str] = []
 
 
 class PreflightCompleted(Payload, frozen=True):

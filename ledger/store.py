@@ -31,8 +31,17 @@ from ledger.codec import (
     line_digest_ok,
     seal,
 )
-from ledger.errors import ConcurrencyError, InputError, LedgerCorrupt, NewerLedger, TornTail
+from ledger.errors import (
+    ConcurrencyError,
+    DiskError,
+    InputError,
+    LedgerCorrupt,
+    NewerLedger,
+    TornTail,
+    disk_error,
+)
 from ledger.events import EVENT_TYPES, GENESIS, Envelope, LedgerRepaired, Payload
+from ledger.files import refused_writes
 
 _CHUNK = 1 << 20
 # Replay reads and decodes blocks of whole lines of about this size.
@@ -409,12 +418,14 @@ class Ledger:
         if not batch:
             return []
         created = not self.path.exists()
-        if created:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        with refused_writes(self.path):
+            if created:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             if created:
-                _fsync_dir(self.path.parent)
+                with refused_writes(self.path.parent):
+                    _fsync_dir(self.path.parent)
             with os.fdopen(fd, "r+b", closefd=False) as f:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 try:
@@ -430,8 +441,7 @@ class Ledger:
                         )
                     envelopes, blob = self._encode_batch(batch, actor=actor, cause=cause, key=key)
                     start = self._cursor.offset
-                    os.write(fd, blob)
-                    os.fsync(fd)
+                    _write_batch(fd, blob, start, self.path)
                     self._advance(envelopes, blob, start, key)
                     return envelopes
                 finally:
@@ -516,11 +526,15 @@ class Ledger:
             torn = f.read()
             digest = hashlib.sha256(torn).hexdigest()
             quarantine = self.path.with_name(f"{self.path.name}.torn-{offset}-{digest[:12]}")
-            with open(quarantine, "wb") as q:
-                q.write(torn)
-                q.flush()
-                os.fsync(q.fileno())
-            _fsync_dir(self.path.parent)
+            try:
+                with refused_writes(quarantine), open(quarantine, "wb") as q:
+                    q.write(torn)
+                    q.flush()
+                    os.fsync(q.fileno())
+                    _fsync_dir(self.path.parent)
+            except BaseException:
+                quarantine.unlink(missing_ok=True)  # the ledger is untouched until the copy is whole
+                raise
             f.truncate(offset)
             f.flush()
             os.fsync(f.fileno())
@@ -550,6 +564,27 @@ def _decode_range(f, start: int, end: int) -> Iterator[Envelope]:
         block, carry = buf[:cut], buf[cut:]
         if block:
             yield from decode_block(block)
+
+
+def _write_batch(fd: int, blob: bytes, start: int, path: Path) -> None:
+    """All of `blob` at the end of the file (which is `start` bytes long) and fsynced, or none of it:
+    a full disk takes a write in part, so a short write is continued and a refused one cut back to
+    `start`, and the error names the ledger (a batch is all-or-none to every reader)."""
+    try:
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except OSError as exc:
+        try:
+            os.ftruncate(fd, start)
+            os.fsync(fd)
+        except OSError:
+            pass  # left as it is, the partial batch is a torn tail: every scan refuses it, repair removes it
+        err = disk_error(exc, path)
+        if err is None:
+            raise
+        raise DiskError(path, err.errno, kept="nothing of this append was kept, every earlier event is intact") from None
 
 
 def _read_at(f, offset: int, length: int) -> bytes:

@@ -18,8 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
+from ledger.errors import DiskError
 from ledger.evidence import EvidenceStore
-from ledger.files import write_atomic
+from ledger.files import refused_writes, write_atomic
 from ledger.store import Ledger
 from projections import documents, formats, state
 
@@ -28,7 +29,8 @@ LOCK_NAME = ".projections.lock"
 
 @contextmanager
 def projection_lock(run_dir: Path) -> Iterator[None]:
-    fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    with refused_writes(run_dir / LOCK_NAME):
+        fd = os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -48,13 +50,18 @@ def materialize(run_dir: Path, ledger: Ledger, run_state: state.RunState | None 
     `run_state` is what the caller folded; it is used when it is still the head (the usual case,
     no re-read), and replaced by a fresh fold when another process appended in the meantime.
     """
-    with projection_lock(run_dir):
-        head = ledger.head()
-        if run_state is None or (run_state.head.seq, run_state.head.hash) != (head.seq, head.hash):
-            run_state = state.fold(ledger.read())
-        files = render_all(run_dir, run_state)
-        written = write_all(run_dir, files)
-        remove_stray_temporaries(run_dir, files)
+    try:
+        with projection_lock(run_dir):
+            head = ledger.head()
+            if run_state is None or (run_state.head.seq, run_state.head.hash) != (head.seq, head.hash):
+                run_state = state.fold(ledger.read())
+            files = render_all(run_dir, run_state)
+            written = write_all(run_dir, files)
+            remove_stray_temporaries(run_dir, files)
+    except DiskError as exc:
+        # The events are on disk; only files rebuilt from them are behind.
+        raise exc.with_resume(f"pw rebuild {run_dir}", kept="the ledger holds every event, only the files "
+                              "rebuilt from it are behind") from None
     return Materialized(run_state, sorted(files), written)
 
 

@@ -6,6 +6,7 @@ Keep this file small; helpers specific to one area belong in that area's test mo
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -395,3 +396,51 @@ def reforge_ledger(run: Path, edit) -> None:
     forged = Ledger(run / "ledger.jsonl")
     for env in events:
         forged.append(edit(env.data), expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
+
+
+# --- the fault-injection suite (tests/faultkit.py, tests/test_faults_*.py) -----------------------
+
+
+@pytest.fixture(scope="session")
+def faults_template(tmp_path_factory) -> Path:
+    """A started, unprofiled run of the tiny C workload with candidate ``a`` prepared (unedited), made
+    once per session for the fault-injection suite; its workload is ``run.parents[1] / "workload"``.
+    Never modify it: copy it."""
+    import pw.app.preflight
+
+    if not _PROBES:
+        _PROBES.append(pw.app.preflight.probe_profilers())
+    base = tmp_path_factory.mktemp("faults")
+    workload = write_tiny_c_workload(base / "workload")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pw.app.preflight, "probe_profilers", lambda: list(_PROBES[0]))
+        run = start_run(workload, base / "runs", "--no-profile")
+    assert pw_main("prepare", run, "--candidate", "a:baseline:the fault suite's candidate").code == 0
+    return run
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The fault-injection suite's closing line: how many fault rows ran, and how they ended."""
+    outcomes: dict[str, str] = {}
+    for key in ("passed", "failed", "error", "skipped"):
+        for report in terminalreporter.stats.get(key, []):
+            nodeid = getattr(report, "nodeid", "")
+            if "/test_faults_" in nodeid and "::test_fault[" in nodeid and outcomes.get(nodeid) != "failed":
+                outcomes[nodeid] = "failed" if key == "error" else key
+    if outcomes:
+        counts = Counter(outcomes.values())
+        said = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        terminalreporter.write_line(f"fault-injection: {len(outcomes)} faults ({said})")
+
+
+@pytest.fixture
+def scene(tmp_path, faults_template, monkeypatch, fast_preflight):
+    """One fault row's world (tests/faultkit.py `Scene`): copies of the shared run, tmpfs mounts
+    unmounted at the end."""
+    from tests.faultkit import Scene
+
+    world = Scene(tmp_path, faults_template, faults_template.parents[1] / "workload", monkeypatch)
+    try:
+        yield world
+    finally:
+        world.close()

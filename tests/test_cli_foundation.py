@@ -155,6 +155,7 @@ def _error_classes() -> dict[type, int]:
         FrontmatterError: errors.EXIT_BAD_INPUT,
         errors.WorkloadError: errors.EXIT_CHECK_FAILED,
         errors.ToolError: errors.EXIT_TOOL_FAILED,
+        errors.DiskError: errors.EXIT_TOOL_FAILED,
         CaptureError: errors.EXIT_TOOL_FAILED,
         errors.ConcurrencyError: errors.EXIT_CONFLICT,
     }
@@ -194,6 +195,10 @@ def _instance(cls: type) -> Exception:
         return cls("ledger moved on (head seq 3, expected 2); nothing was written", expected=2, actual=3)
     if issubclass(cls, errors.WorkloadError):
         return cls("build: exited 2", failure_class="build")
+    if issubclass(cls, errors.DiskError):
+        import errno
+
+        return cls("/runs/x/ledger.jsonl", errno.ENOSPC)
     return cls(f"{cls.__name__} says what was expected")
 
 

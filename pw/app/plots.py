@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ledger import events as ev
+from ledger.files import write_atomic
 from ledger.profile import decode_profile
 from pw.app.run import RunHandle
 
@@ -20,6 +21,19 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _save(plt, fig, out: Path) -> None:
+    """Render in memory, then write atomically: a full disk leaves the old plot or none, never half
+    a PNG, and the error names the file (ledger.files)."""
+    import io
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=90)
+    finally:
+        plt.close(fig)
+    write_atomic(out, buf.getvalue())
 
 
 def paired_plot(timing: ev.TimingRecorded, cid: str, interval: list[float] | None, out: Path) -> None:
@@ -43,9 +57,7 @@ def paired_plot(timing: ev.TimingRecorded, cid: str, interval: list[float] | Non
     ax2.legend(fontsize=8)
     fig.suptitle(f"{cid}: paired samples ({timing.purpose})")
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
+    _save(plt, fig, out)
 
 
 def profile_plot(handle: RunHandle, base_sha: str, cand_sha: str, hotspot: str, cid: str, out: Path) -> None:
@@ -68,9 +80,7 @@ def profile_plot(handle: RunHandle, base_sha: str, cand_sha: str, hotspot: str, 
     ax.legend()
     fig.suptitle(f"profile before/after: {cid}")
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
+    _save(plt, fig, out)
 
 
 def draw_all(handle: RunHandle) -> list[str]:

@@ -10,6 +10,7 @@ are recorded as events and end the start with exit 1 and one clear line.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -21,7 +22,15 @@ import msgspec
 
 from ledger import events as ev
 from ledger.contract import Contract
-from ledger.errors import InputError, LedgerCorrupt, TornTail, WorkloadError
+from ledger.errors import (
+    DiskError,
+    InputError,
+    LedgerCorrupt,
+    NewerLedger,
+    TornTail,
+    WorkloadError,
+    disk_error,
+)
 from projections.state import RunState
 from pw import diagnostics
 from pw.app import campaign, profiled
@@ -80,6 +89,8 @@ def _writable_runs_dir(runs_dir: Path) -> Path:
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # a fine place, with no room: the machine's fault
+            raise DiskError(runs_dir, exc.errno, kept="no run was made") from None
         raise InputError(f"--runs-dir {runs_dir}: expected a directory runs can be written to "
                          f"({exc.strerror or exc})") from None
     if not os.access(runs_dir, os.W_OK | os.X_OK):
@@ -107,16 +118,19 @@ def create_run(opts: StartOptions, progress: Progress) -> RunHandle:
     if opts.iterations < 1 or opts.repairs < 0:
         raise InputError("--iterations must be >= 1 and --repairs >= 0")
     progress("reading the workload contract")
-    contract, manifest_sha, inferred, decisions = _load_contract(workload)
-    runs_dir = _writable_runs_dir(Path(opts.runs_dir))
-    src_root = workload / contract.source.root
-    files = workspace.source_files(src_root, exclude=list(contract.source.exclude), skip=(runs_dir,))
+    try:  # a file or folder this user may not read is refused now, by name, not when a build fails
+        contract, manifest_sha, inferred, decisions = _load_contract(workload)
+        runs_dir = _writable_runs_dir(Path(opts.runs_dir))
+        src_root = workload / contract.source.root
+        files = workspace.source_files(src_root, exclude=list(contract.source.exclude), skip=(runs_dir,))
+    except PermissionError as exc:
+        raise workspace.unreadable(exc) from None
     source_sha = workspace.tree_digest(src_root, files)
     run_id = _new_run_id(runs_dir, contract.name)
     partial = runs_dir / f".{run_id}.partial"
     try:
         progress("copying the source tree to baseline/")
-        workspace.copy_files(src_root, partial / "baseline", files)
+        copied_by = workspace.copy_files(src_root, partial / "baseline", files)
         handle = RunHandle(partial)
         started = ev.RunStarted(
             run_id=run_id,
@@ -128,6 +142,7 @@ def create_run(opts: StartOptions, progress: Progress) -> RunHandle:
             source_sha256=source_sha,
             budgets=ev.Budgets(iterations=opts.iterations, repairs=opts.repairs),
             host=host_info(),
+            copied_by=copied_by,
         )
         handle.record(handle.state() if handle.ledger.exists() else _empty(), [started])
         final = runs_dir / run_id
@@ -194,7 +209,9 @@ class _Stage:
         state = self.handle.record(state, decide.decide_stage(state, stage, inputs, results, redo=redo))
         fault = next((e for e in results if isinstance(e, ev.FaultRecorded)), None)
         if fault is not None:
-            raise WorkloadError(f"{stage}: {fault.failure_class}: {fault.message}", failure_class=fault.failure_class)
+            log = f"; log: {self.handle.evidence.path_for(fault.log_sha256)}" if fault.log_sha256 else ""
+            raise WorkloadError(f"{stage}: {fault.failure_class}: {fault.message}{log}",
+                                failure_class=fault.failure_class)
         self.completed.append(stage)
         return state
 
@@ -314,13 +331,17 @@ def _build_baseline(handle: RunHandle, contract: Contract, target: execute.Targe
     built = execute.build(contract, target, handle.evidence, handle.logs)
     if built.outcome == "ok":
         return [built]
+    from pw.workload import build_log
+
     last = built.steps[-1]
     what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
+    errors, _ = build_log.summary(built, handle.evidence)
+    said = f"; first errors: {build_log.one_line(errors)}" if errors else ""
     fault = ev.FaultRecorded(
         stage="build",
         target="baseline",
         failure_class="timeout" if built.outcome == "timeout" else "build-failed",
-        message=f"`{' '.join(last.argv)}` {what}; log evidence {last.log_sha256[:12] if last.log_sha256 else '-'}",
+        message=f"`{' '.join(last.argv)}` {what}{said}; log evidence {last.log_sha256[:12] if last.log_sha256 else '-'}",
         log_sha256=last.log_sha256,
     )
     return [built, fault]
@@ -351,23 +372,45 @@ def _ready(handle: RunHandle, state: RunState, run: ev.RunStarted, skipped: list
 
 
 def start(opts: StartOptions, progress: Progress = lambda _: None) -> StartResult:
-    if opts.resume:
-        from pw.app.runpath import resolve_run
+    handle = None
+    try:
+        if opts.resume:
+            handle = _resumed(opts)
+            opts = msgspec.structs.replace(opts, runs_dir=str(handle.path.parent))
+        else:
+            handle = create_run(opts, progress)
+        return run_stages(handle, opts, progress)
+    except (DiskError, OSError) as exc:  # an OSError: a refused write no layer below named (a log)
+        err = disk_error(exc)
+        if err is None:
+            raise
+        if handle is None:  # no run was made: the same command, once there is room (the CLI says it)
+            raise DiskError(err.path, err.errno, kept="no run was made, its partial copy is removed") from None
+        # Every completed stage is recorded: --resume brings the projections up and goes on.
+        raise err.with_resume(f"pw start --resume {handle.path}", replace=True) from None
 
-        handle = RunHandle(resolve_run(opts.resume).path)
-        if not handle.ledger.exists():
-            raise InputError(f"--resume {opts.resume}: expected a run directory made by `pw start`")
-        try:
-            state = handle.state()
-        except LedgerCorrupt as exc:  # name the file, as every other error does
-            detail = str(exc).removeprefix("ledger: ")
-            hint = f"; run `pw repair {handle.path}`" if isinstance(exc, TornTail) else ""
-            raise InputError(f"--resume {opts.resume}: {handle.ledger.path}: {detail}{hint}") from None
-        if state.run is not None:
-            # Killed between an append and its projection write: the ledger is the truth, so bring
-            # the projections up to it even when every stage is skipped and nothing is recorded.
-            handle.materialize(state)
-        opts = msgspec.structs.replace(opts, runs_dir=str(handle.path.parent))
-    else:
-        handle = create_run(opts, progress)
-    return run_stages(handle, opts, progress)
+
+def _resumed(opts: StartOptions) -> RunHandle:
+    from pw.app.runpath import resolve_run
+
+    handle = RunHandle(resolve_run(opts.resume).path)
+    if not handle.ledger.exists():
+        raise InputError(f"--resume {opts.resume}: expected a run directory made by `pw start`")
+    try:
+        state = handle.state()
+    except LedgerCorrupt as exc:  # name the file, as every other error does
+        from pw.app.damage import advice
+
+        detail = str(exc).removeprefix("ledger: ")
+        if isinstance(exc, TornTail):
+            hint = f"; run `pw repair {handle.path}`"
+        elif isinstance(exc, NewerLedger):
+            hint = ""
+        else:  # damage before the tail: what still stands, and what to do
+            hint = f"; {advice(handle.ledger.path, exc)}"
+        raise InputError(f"--resume {opts.resume}: {handle.ledger.path}: {detail}{hint}") from None
+    if state.run is not None:
+        # Killed between an append and its projection write: the ledger is the truth, so bring
+        # the projections up to it even when every stage is skipped and nothing is recorded.
+        handle.materialize(state)
+    return handle

@@ -131,23 +131,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Verbs that pick up from what the ledger holds when run again (their next step rewrites the
+# projections too): after a refused write, the same command is what continues, not `pw rebuild`.
+_GO_ON_BY_RUNNING_AGAIN = frozenset({"evaluate", "confirm", "report"})
+
+
+def _again(argv: list[str]) -> str:
+    """The command as it was typed: what continues after a refused write (every verb resumes from
+    what the ledger holds, or changed nothing)."""
+    import shlex
+
+    return " ".join(["pw", *(shlex.quote(a) for a in argv)])
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()
         return 2
     module_name, func_name = VERBS[args.verb].split(":")
-    from ledger.errors import PWError
+    from ledger.errors import DiskError, PWError, disk_error
 
     try:
-        handler = getattr(importlib.import_module(module_name), func_name)
-        return int(handler(args) or 0)
+        try:
+            handler = getattr(importlib.import_module(module_name), func_name)
+            return int(handler(args) or 0)
+        except OSError as exc:
+            # A write the machine refused somewhere no layer named it (a log, a plot, a scratch
+            # folder): the same one line, naming the path the OS named. Anything else is a bug.
+            err = disk_error(exc)
+            if err is None:
+                raise
+            raise err from None
     except PWError as exc:
         from pw import diagnostics
 
         if diagnostics.debugging():
             diagnostics.log().debug("error", verb=args.verb, error=type(exc).__name__, exc_info=True)
+        if isinstance(exc, DiskError):
+            exc = exc.with_resume(_again(argv), replace=args.verb in _GO_ON_BY_RUNNING_AGAIN)
         sys.stderr.write(f"pw {args.verb}: {exc.message}\n")
         return exc.exit_code
     except KeyboardInterrupt:

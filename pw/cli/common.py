@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.errors import InputError, LedgerCorrupt, TornTail
+from ledger.errors import InputError, LedgerCorrupt, NewerLedger, TornTail
 from ledger.store import Ledger
 from pw.app.runpath import RunDir, resolve_run
 
@@ -37,7 +37,12 @@ def checked_events(run: RunDir, ledger: Ledger, *, until: int | None = None, led
         detail = str(exc).removeprefix("ledger: ")
         if exc.seq == 1 and not first_line_intact(path):
             raise InputError(f"{path}: not a ProfileWeaver ledger ({detail})") from None
-        # A whole, hashed line that does not fit (newer version, broken chain): say so, naming the file.
+        # A whole, hashed line that does not fit (newer version, broken chain): say so, naming the file,
+        # and (unless it is only newer) what still stands and what the user can do.
+        if not isinstance(exc, NewerLedger):
+            from pw.app.damage import advice
+
+            detail = f"{detail}; {advice(path, exc)}"
         raise type(exc)(f"{path}: {detail}", seq=exc.seq, offset=exc.offset) from None
     # A pw process keeps the events it read until it exits, and they are acyclic plain data: moving
     # them out of the cyclic collector's sight keeps every later collection (while folding, say)

@@ -55,8 +55,10 @@ def evaluate(args) -> int:
             result = do_more(handle, args.id, pairs, progress, max_time_s=args.max_time)
         else:
             result = do_evaluate(handle, args.id, progress, max_pairs=args.max_pairs, max_time_s=args.max_time)
+    errors, log = _build_errors(handle, result)
     if args.json:
-        print_json(to_builtins(result) | {"run_dir": str(handle.path)})
+        extra = {"build_errors": errors, "build_log": str(log)} if log else {}
+        print_json(to_builtins(result) | {"run_dir": str(handle.path)} | extra)
     else:
         speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
         if result.reference != "baseline":
@@ -67,6 +69,9 @@ def evaluate(args) -> int:
             speed = f"speedup {speed}"
         lines = [f"{result.id} attempt {result.attempt}: {result.status} ({speed})"]
         lines += [f"  {r}" for r in result.reasons]
+        if log:
+            lines += [f"    {e}" for e in errors]
+            lines.append(f"    build log: {log}")
         if result.gates:
             lines.append(f"  gates: {_gate_line(result.gates)}")
         if result.stop:
@@ -82,6 +87,17 @@ def evaluate(args) -> int:
             lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}")
         print_text("\n".join(lines))
     return 0 if result.status == "verified" else 1
+
+
+def _build_errors(handle, result):
+    """The compiler's first error lines and the log's path, when this attempt's build failed."""
+    from pw.rules.verdict import BUILD_FAILED
+    from pw.workload import build_log
+
+    if not any(r.startswith(BUILD_FAILED) for r in result.reasons):
+        return [], None
+    built = handle.state().builds.get(result.id)
+    return build_log.summary(built, handle.evidence) if built is not None else ([], None)
 
 
 _STOPS = {

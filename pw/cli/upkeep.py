@@ -57,7 +57,7 @@ def rebuild(args) -> int:
 
 
 def repair(args) -> int:
-    from ledger.errors import LedgerCorrupt
+    from ledger.errors import LedgerCorrupt, NewerLedger
     from pw.cli.common import first_line_intact
 
     run, ledger = open_run(args.run)
@@ -70,11 +70,23 @@ def repair(args) -> int:
         raise InputError(f"{path}: not a ProfileWeaver ledger (first line is not a valid event); nothing repaired")
     try:
         event = ledger.repair()
-    except LedgerCorrupt as exc:
+    except NewerLedger as exc:
         detail = str(exc).removeprefix("ledger: ")
-        raise LedgerCorrupt(
-            f"{path}: {detail}; only a torn tail can be repaired, nothing changed", seq=exc.seq, offset=exc.offset
-        ) from None
+        raise NewerLedger(f"{path}: {detail}; nothing to repair, nothing changed", seq=exc.seq,
+                          offset=exc.offset) from None
+    except LedgerCorrupt as exc:
+        from pw.app.damage import advice
+
+        detail = str(exc).removeprefix("ledger: ")
+        raise LedgerCorrupt(f"{path}: {detail}; nothing changed: {advice(path, exc)}", seq=exc.seq,
+                            offset=exc.offset) from None
+    if event is not None:
+        # The repair appended LedgerRepaired: every projection stamped with the old head is stale
+        # until it is rewritten, which `pw audit` would report. Rewrite them now.
+        from projections.materialize import materialize
+
+        done = materialize(run.path, ledger)
+        diagnostics.projections_written(run.path, done.state.head.seq, done.written)
     if args.json:
         print_json({"repaired": event is not None, "event": to_builtins(event) if event else None})
     elif event is None:
@@ -82,7 +94,7 @@ def repair(args) -> int:
     else:
         print_text(
             f"quarantined {event.length} torn bytes at offset {event.offset} to {event.quarantine}; "
-            "recorded LedgerRepaired"
+            "recorded LedgerRepaired and rebuilt the projections"
         )
     return 0
 

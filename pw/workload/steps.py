@@ -22,6 +22,7 @@ from adapters.base import RunWrap
 from adapters.process import ProcessResult, describe, run_process
 from ledger import events as ev
 from ledger.contract import Contract, Step
+from ledger.errors import DiskError
 from ledger.evidence import EvidenceStore
 from pw import diagnostics
 from pw.workload import workspace
@@ -145,8 +146,18 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
             confine=confine_for(target, target.build_dir / step.cwd),  # no .incbin of a reference
         )
         diagnostics.process_ran(result, what=f"build {target.label} step {i}")
-        steps.append(step_outcome(result, _store_log(evidence, result)))
+        log_sha = _store_log(evidence, result)
+        steps.append(step_outcome(result, log_sha))
         if not result.ok:
+            from pw.workload import build_log
+
+            refused = build_log.refused_write(evidence.get(log_sha), target.build_dir)
+            if refused is not None and not result.timed_out:
+                # The disk failed, not the code: nothing is recorded, and the same build runs again
+                # once there is room (a candidate must not be rejected for a full disk).
+                shutil.rmtree(scratch, ignore_errors=True)
+                raise DiskError(target.build_dir, refused, kept=f"nothing of this build was recorded (its log: "
+                                f"{evidence.path_for(log_sha)})")
             outcome = "timeout" if result.timed_out else "build-failed"
             break
     shutil.rmtree(scratch, ignore_errors=True)

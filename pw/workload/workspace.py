@@ -7,12 +7,16 @@ fresh build.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import fnmatch
 import hashlib
 import os
 import shutil
 from pathlib import Path
+
+from ledger.errors import InputError
+from ledger.files import refused_writes
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"})
 _SKIP_SUFFIXES = (".o", ".obj", ".so", ".a", ".pyc", ".pyo", ".gcda", ".gcno")
@@ -24,15 +28,34 @@ def is_build_output(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
             return f.read(4) == b"\x7fELF"
+    except PermissionError:
+        raise _unreadable(path, "file") from None
     except OSError:
         return False
+
+
+def unreadable(exc: PermissionError) -> InputError:
+    """The one line for a part of the workload this user may not read (`exc` names it)."""
+    return _unreadable(Path(exc.filename or "?"), "file or folder")
+
+
+def _unreadable(path: Path, what: str) -> InputError:
+    """A source file or folder this user cannot read: refused before anything is copied or built."""
+    return InputError(f"{path}: this {what} of the source tree cannot be read (permission denied); every source "
+                      "file is copied and built: make it readable (chmod u+r) or leave it out with source.exclude "
+                      "in profileweaver.json")
+
+
+def _walk_error(exc: OSError) -> None:
+    if isinstance(exc, PermissionError):
+        raise _unreadable(Path(exc.filename), "folder")
 
 
 def source_files(root: Path, *, exclude: list[str] = (), skip: tuple[Path, ...] = ()) -> list[str]:
     """Relative POSIX paths of the files that make up the source tree, sorted."""
     skip_resolved = {p.resolve() for p in skip}
     out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_walk_error):
         here = Path(dirpath)
         dirnames[:] = sorted(
             d for d in dirnames if d not in _SKIP_DIRS and (here / d).resolve() not in skip_resolved
@@ -65,55 +88,102 @@ def tree_digest(root: Path, files: list[str]) -> str:
 
 
 _FICLONE = 0x40049409  # linux/fs.h: share the source's extents copy-on-write (btrfs, xfs, overlay on them)
-_no_reflink: set[int] = set()  # devices where the ioctl failed once: not tried again
+# errno values by which a filesystem pair says "not this way" (no reflinks, no in-kernel copy between
+# these two filesystems): the next method is tried. Any other error (a full disk) is the answer.
+_UNSUPPORTED = frozenset({errno.EOPNOTSUPP, errno.ENOTTY, errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EBADF})
+REFLINK, KERNEL_COPY, PLAIN_COPY = "reflink", "copy_file_range", "read-write"
+# (source device, target device) pairs where a method failed once: not tried again for them.
+_no_reflink: set[tuple[int, int]] = set()
+_no_kernel_copy: set[tuple[int, int]] = set()
 
 
-def _clone(src: Path, target: Path) -> None:
+def _copy_range(fin: int, fout: int, size: int) -> None:
+    left = size
+    while left > 0:
+        n = os.copy_file_range(fin, fout, left)
+        if n == 0:
+            break
+        left -= n
+
+
+def _copy_plain(fin: int, fout: int) -> None:
+    while chunk := os.read(fin, 1 << 20):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fout, view):]
+
+
+def _clone(src: Path, target: Path) -> str:
     """A copy-on-write clone where the filesystem has them (nothing is shared that a later write
-    could change on both sides), else an in-kernel byte copy; permission bits kept, not times.
-    Never a hard link: the user's tree must stay untouchable, whatever a build does to its copy."""
-    fin = os.open(src, os.O_RDONLY)
+    could change on both sides), else an in-kernel byte copy, else (another filesystem, as a runs
+    directory on a tmpfs or a scratch volume is) a plain read/write copy; permission bits kept, not
+    times. Returns the method that copied it. Never a hard link: the user's tree must stay
+    untouchable, whatever a build does to its copy."""
+    try:
+        fin = os.open(src, os.O_RDONLY)
+    except PermissionError:
+        raise _unreadable(src, "file") from None
     try:
         st = os.fstat(fin)
-        fout = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with refused_writes(target):
+            fout = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            cloned = False
-            if st.st_dev not in _no_reflink:
-                try:
-                    fcntl.ioctl(fout, _FICLONE, fin)
-                    cloned = True
-                except OSError:
-                    _no_reflink.add(st.st_dev)
-            if not cloned:
-                left = st.st_size
-                while left > 0:
-                    n = os.copy_file_range(fin, fout, left)
-                    if n == 0:
-                        break
-                    left -= n
-            os.fchmod(fout, st.st_mode & 0o7777)
+            pair = (st.st_dev, os.fstat(fout).st_dev)
+            with refused_writes(target):
+                method = _copy_into(fin, fout, st.st_size, pair)
+                os.fchmod(fout, st.st_mode & 0o7777)
         finally:
             os.close(fout)
     finally:
         os.close(fin)
+    return method
 
 
-def copy_files(src: Path, dest: Path, files: list[str]) -> None:
-    """Copy the listed files, preserving relative layout and permission bits (not times)."""
+def _copy_into(fin: int, fout: int, size: int, pair: tuple[int, int]) -> str:
+    if pair not in _no_reflink:
+        try:
+            fcntl.ioctl(fout, _FICLONE, fin)
+            return REFLINK
+        except OSError as exc:
+            if exc.errno not in _UNSUPPORTED:
+                raise
+            _no_reflink.add(pair)
+    if pair not in _no_kernel_copy:
+        try:
+            _copy_range(fin, fout, size)
+            return KERNEL_COPY
+        except OSError as exc:
+            if exc.errno not in _UNSUPPORTED:
+                raise
+            _no_kernel_copy.add(pair)
+            os.ftruncate(fout, 0)  # start over from byte 0 whatever the failed method copied
+            os.lseek(fout, 0, os.SEEK_SET)
+            os.lseek(fin, 0, os.SEEK_SET)
+    _copy_plain(fin, fout)
+    return PLAIN_COPY
+
+
+def copy_files(src: Path, dest: Path, files: list[str]) -> list[str]:
+    """Copy the listed files, preserving relative layout and permission bits (not times); returns
+    the methods that copied them (`reflink`, `copy_file_range`, `read-write`), each once."""
     made: set[Path] = set()
+    methods: dict[str, None] = {}
     for rel in files:
         target = dest / rel
         if target.parent not in made:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            with refused_writes(target.parent):
+                target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        _clone(src / rel, target)
+        methods[_clone(src / rel, target)] = None
+    return list(methods)
 
 
 def fresh_copy(src: Path, dest: Path, files: list[str]) -> None:
     """Replace `dest` with a copy of exactly `files` from `src`."""
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    with refused_writes(dest):
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
     copy_files(src, dest, files)
 
 
