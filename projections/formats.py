@@ -27,7 +27,7 @@ import msgspec
 
 from ledger.contract import Profiling
 
-FORMAT = 3
+FORMAT = 4
 
 Downgrade = Callable[[bytes], bytes | None]
 
@@ -117,12 +117,28 @@ def _preflight_2(doc: Any) -> bool:
     return True
 
 
+# --- 4 -> 3: one kind of run (an operation's cost as the metric) --------------------------------------
+
+
+def _plan_3(doc: Any) -> bool:
+    """Format 3's metric had no operation: a plan without one (every format-3 ledger's) loses nothing
+    without the key; a metric naming an operation was not written by format 3."""
+    contract = doc.get("contract") if isinstance(doc, dict) else None
+    metric = contract.get("metric") if isinstance(contract, dict) else None
+    if not isinstance(metric, dict) or metric.get("operation") is not None:
+        return False
+    metric.pop("operation", None)
+    return True
+
+
 STEPS: dict[int, Step] = {
     2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
             "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
             {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
              "report.json": _json(_report_1)}),
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
+    4: Step("a metric that is one operation's cost (experiment-plan.json)",
+            {"experiment-plan.json": _json(_plan_3)}),
 }
 
 

@@ -34,7 +34,7 @@ def _with_candidate_profile(events, profiles, profile: Profile) -> dict[str, byt
 
 def test_the_recorded_judgement_is_verified(verified_q):
     events, profiles = verified_q
-    assert judge_events(events, "q", profiles).verdict.status == "verified"
+    assert judge_events(events, "q", profiles, 18).verdict.status == "verified"
 
 
 @pytest.mark.parametrize("metrics, expected", [
@@ -47,7 +47,7 @@ def test_a_reprofile_without_the_hotspots_metric_is_a_failed_gate_not_a_crash(ve
     assert hot.metric == "cpu_time_s"
     bare = Profile(tool="perf", tool_version="6.1", target="q", granularity=["process"], metrics=metrics,
                    totals={m: 0.0 for m in metrics}, operations=[], lines=[], edges=[])
-    j = judge_events(events, "q", _with_candidate_profile(events, profiles, bare))
+    j = judge_events(events, "q", _with_candidate_profile(events, profiles, bare), 18)
     assert j.verdict.status == "proposed", j.verdict.reasons
     mechanism = next(g for g in j.gates.gates if g.name == "mechanism")
     assert not mechanism.passed and expected in mechanism.detail, mechanism.detail

@@ -100,15 +100,15 @@ def _skip_unless_timed_faster(verdict: dict) -> None:
 def _recorded(name: str):
     import msgspec
 
-    from pw.rules.gates import decode_inputs
+    from pw.rules.gates_reprofiled import decode_inputs
 
     return decode_inputs(msgspec.json.decode((DATA / name).read_bytes()))
 
 
 def _mechanism(inputs, rules=None):
-    from pw.rules.gates import GATE_RULES, evaluate_gates
+    from pw.rules.gates_reprofiled import LAST_VERSION, evaluate_gates
 
-    return {g.name: g for g in evaluate_gates(inputs, rules or GATE_RULES)}["mechanism"]
+    return {g.name: g for g in evaluate_gates(inputs, rules or LAST_VERSION)}["mechanism"]
 
 
 def test_the_recorded_misattribution_fails_the_mechanism_gate():
@@ -126,7 +126,7 @@ def test_the_recorded_misattribution_fails_the_mechanism_gate():
 def test_the_recorded_misattribution_with_the_evidence_it_would_have_had_fails_the_consistency_check():
     """What rules 5 read had the run recorded it: the cheat's profiled run (fill_matrix at the
     baseline's cost under perf) took the baseline's time while its timed runs were 1.117x faster."""
-    from pw.rules.gates import ProfileConsistency
+    from pw.rules.gates_reprofiled import ProfileConsistency
 
     inputs = _recorded("misattr-verified.inputs.json")
     d = inputs.profile_diff

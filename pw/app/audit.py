@@ -300,6 +300,8 @@ def timed_runs_divergence(ctx: AuditContext, seq: int, timing) -> str | None:
         walls = timing.samples.get(f"{label}:wall_s", [])
         for i, run in enumerate(timing.runs.get(label, [])):
             where = f"event seq {seq}: timed run {i + 1} of {label}"
+            if not all(ctx.evidence.has(sha) for sha in [*run.raw.values(), run.profile]):
+                continue  # the evidence check names what is missing
             try:
                 artifacts = {role_: ctx.evidence.get(sha) for role_, sha in run.raw.items()}
                 again = adapter.normalize(artifacts, timing.profiler.source_roots.get(label, ""), label)

@@ -92,6 +92,8 @@ def evaluate(
             return _continue(handle, state, cid, found, progress, max_pairs=max_pairs, max_time_s=max_time_s)
         cand, attempt = candidates.decide_evaluate(state, cid)
         ws = handle.path / cand.prepared.workspace
+        if not ws.is_dir():
+            raise InputError(f"{ws}: the candidate's workspace is missing; restore it or prepare a new candidate")
         files = workspace.source_files(ws)
         progress("diff")
         tree = diffing.diff_against_manifest(handle.evidence, cand.prepared.parent_manifest_sha256, ws, files)
