@@ -333,6 +333,7 @@ def more(
         if pairs is None:
             suggested = (cand.evaluation.analysis or {}).get("campaign", {}).get("more_pairs") if cand.evaluation else None
             pairs = min(suggested or contract.sampling.max_pairs, MORE_CAP)
+        progress(f"--more {pairs} pairs" + (f" (the current variance suggests {suggested})" if suggested else ""))
         if pairs < 1:
             raise InputError(f"--more {pairs}: expected a number of pairs >= 1")
         params = msgspec.structs.replace(

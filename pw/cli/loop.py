@@ -75,16 +75,18 @@ def evaluate(args) -> int:
         if result.gates:
             lines.append(f"  gates: {_gate_line(result.gates)}")
         if result.stop:
-            lines.append(f"  campaign: {result.n_pairs} pairs, stopped: {_STOPS.get(result.stop, result.stop)}")
+            aside = f" (and {result.set_aside} set aside for unbalanced load)" if result.set_aside else ""
+            lines.append(f"  campaign: {result.n_pairs} pairs{aside}, stopped: {_STOPS.get(result.stop, result.stop)}")
         lines.append(f"  patch: {result.patch}")
         if result.repairable and result.repairs_left:
             lines.append(f"  repairs left: {result.repairs_left} (edit the workspace and evaluate again)")
         if result.brief:
             lines.append(f"  brief for the next idea: {result.brief}")
             lines.append(f"next: pw prepare {handle.path} --candidate ID:current:MECHANISM")
-        if result.status == "inconclusive" and result.stop == "budget":
+        if result.status in ("inconclusive", "proposed") and result.stop == "budget":
             more = f" {result.more_pairs}" if result.more_pairs else ""
-            lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}")
+            lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}   (the budget ran out undecided; "
+                         "at most 60 pairs at a time)")
         print_text("\n".join(lines))
     return 0 if result.status == "verified" else 1
 
@@ -103,7 +105,7 @@ def _build_errors(handle, result):
 _STOPS = {
     "decided": "decided (the interval cleared the minimum effect)",
     "margin": "no effect (the interval lies within the margin)",
-    "budget": "budget spent before the interval decided",
+    "budget": "budget spent before the speedup and the mechanism were both decided",
     "misfit": "the running interval became empty (drifting timings)",
 }
 
@@ -118,9 +120,11 @@ def confirm(args) -> int:
         print_json(to_builtins(result) | {"run_dir": str(handle.path)})
     else:
         speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
-        how = ("fresh campaign" if result.launched
-               else "reused the timing samples; captured the reprofile that cadence winner-only deferred"
-               if result.reprofiled else "reused the samples and reprofile already collected")
+        how = ("fresh profiled campaign" if result.launched
+               else "reused the profiled pairs; captured what cadence winner-only deferred"
+               if result.reprofiled else "reused the profiled pairs already collected")
+        if result.unprofiled is not None:
+            how += f"; without a profiler {result.unprofiled:.3f}x over 5 unprofiled pairs"
         lines = [f"{result.id}: {result.status} (speedup {speed}; {how})", f"  gates: {_gate_line(result.gates)}"]
         lines += [f"  {r}" for r in result.reasons]
         lines.append(f"next: pw report {handle.path}")

@@ -134,6 +134,12 @@ def decide_evaluate(state: RunState, cid: str) -> tuple[CandidateState, int]:
                 f"candidate {cid!r} already has a verdict (inconclusive); `pw evaluate RUN {cid} --more [N]` "
                 "continues its timing campaign with N more pairs"
             )
+        if cand.verdict.status == "proposed" and not cand.verdict.repairable and any(
+                "undecided" in r for r in cand.verdict.reasons):
+            raise RejectedCommand(
+                f"candidate {cid!r} is proposed: its campaign's budget ran out before the mechanism was decided; "
+                f"`pw evaluate RUN {cid} --more [N]` continues it"
+            )
         if not cand.verdict.repairable:
             raise RejectedCommand(
                 f"candidate {cid!r} already has a verdict ({cand.verdict.status}); prepare a new candidate "
