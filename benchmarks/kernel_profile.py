@@ -66,7 +66,7 @@ def cpu_count_missing() -> None:
 
         prov = {f: "x" for f in entry.provenance_fields}
         stats = SampleStats(n=10, median_ms=1.0, mean_ms=1.0, q1_ms=1.0, q3_ms=1.0, rel_stdev=0.001,
-                            gpu_time_s=0.5, stop_reason="converged")
+                            gpu_time_s=0.5, stop_reason="converged", statistic="mean", rel_ci_half_width=0.004)
         cache.ledger.append([KernelMeasured(
             table="single_gemm", backend="torch", gpu_name="H200", arg_names=list(entry.arg_names),
             arg_values=[r["m"], r["n"], r["k"], r["dtype"]], metrics={"time_ms": 1.0}, stats=stats,

@@ -1,8 +1,10 @@
 """The kernel-profile cache as rows: a pure fold of the cache ledger's events.
 
 The last `KernelMeasured` event for a key (gpu_name, backend, args) wins, so `run --force` is a
-new event, never an edit. Failures are kept for reporting but are never rows. No I/O here; the
-SQLite writer is `projections/materialize_kernel_profile.py`.
+new event, never an edit. Failures are kept for reporting but are never rows, and so are
+measurements SQLite cannot hold (an integer beyond int64, written before specs were bounded): they
+are listed, never allowed to poison the database for every later verb. No I/O here; the SQLite
+writer is `projections/materialize_kernel_profile.py`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ledger.kernel_events import ArgValue, KernelMeasured, KernelMeasurementFail
 
 # Events a cache ledger may hold that say nothing about rows.
 IGNORED = (LedgerRepaired, Note)
+INT64 = (-(1 << 63), (1 << 63) - 1)  # what an SQLite INTEGER holds
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class TableRows:
 class CacheState:
     tables: dict[str, TableRows] = field(default_factory=dict)
     failures: list[tuple[int, KernelMeasurementFailed]] = field(default_factory=list)
+    unstorable: list[tuple[int, str]] = field(default_factory=list)  # (seq, why) of rows SQLite cannot hold
     head_seq: int = 0
     head_hash: str = ""
 
@@ -47,7 +51,9 @@ def initial() -> CacheState:
 def evolve(state: CacheState, env: Envelope) -> CacheState:
     """Apply one event (mutating and returning `state`: a fold over one ledger read, never shared)."""
     data = env.data
-    if isinstance(data, KernelMeasured):
+    if isinstance(data, KernelMeasured) and (why := _unstorable(data)):
+        state.unstorable.append((env.seq, why))
+    elif isinstance(data, KernelMeasured):
         names = tuple(data.arg_names)
         table = state.tables.setdefault(data.table, TableRows(arg_names=names))
         if names != table.arg_names:
@@ -64,6 +70,21 @@ def evolve(state: CacheState, env: Envelope) -> CacheState:
         raise ValueError(f"ledger seq {env.seq}: event {env.type} does not belong in a kernel-profile ledger")
     state.head_seq, state.head_hash = env.seq, env.hash
     return state
+
+
+def _fits(value) -> bool:
+    return not isinstance(value, int) or isinstance(value, bool) or INT64[0] <= value <= INT64[1]
+
+
+def _unstorable(data: KernelMeasured) -> str | None:
+    for name, value in zip(data.arg_names, data.arg_values):
+        if not _fits(value):
+            return f"arg {name}={value} does not fit an SQLite INTEGER (int64)"
+    for name, value in (("telemetry.throttle_mask", data.telemetry.throttle_mask), ("stats.n", data.stats.n),
+                        ("device_index", data.device_index)):
+        if value is not None and not _fits(value):
+            return f"{name}={value} does not fit an SQLite INTEGER (int64)"
+    return None
 
 
 def fold(events: list[Envelope]) -> CacheState:

@@ -95,7 +95,7 @@ def test_single_object_file_and_repeated_spec(capsys, tmp_path):
     ({"rows": 1, "cols": 2, "dtype": "bf16", "depth": 3}, "unknown field 'depth'"),
     ({"rows": "1", "cols": 2, "dtype": "bf16"}, "field 'rows': Expected `int`, got `str`"),
     ({"rows": 1, "cols": 2, "dtype": "int4"}, "field 'dtype'"),
-    ({"m": 1, "n": 2, "k": 3, "dtype": "bf16"}, "single_gemm/torch's, not fake_matrix/fake's: mixed batch"),
+    ({"m": 1, "n": 2, "k": 3, "dtype": "bf16"}, "belong to single_gemm/torch or single_gemm/triton, not fake_matrix/fake: mixed batch"),
 ])
 def test_bad_specs_are_field_named_errors_exit_2(capsys, tmp_path, spec, needle):
     p = specs_file(tmp_path, [SPECS[0], spec])
