@@ -77,10 +77,15 @@ def _fits(value) -> bool:
 
 
 def _unstorable(data: KernelMeasured) -> str | None:
+    lo, hi = INT64
+    mask = data.telemetry.throttle_mask
+    if (all(type(v) is not int or lo <= v <= hi for v in data.arg_values) and lo <= data.stats.n <= hi
+            and lo <= data.device_index <= hi and (mask is None or lo <= mask <= hi)):
+        return None  # the common case, checked without building a message
     for name, value in zip(data.arg_names, data.arg_values):
         if not _fits(value):
             return f"arg {name}={value} does not fit an SQLite INTEGER (int64)"
-    for name, value in (("telemetry.throttle_mask", data.telemetry.throttle_mask), ("stats.n", data.stats.n),
+    for name, value in (("telemetry.throttle_mask", mask), ("stats.n", data.stats.n),
                         ("device_index", data.device_index)):
         if value is not None and not _fits(value):
             return f"{name}={value} does not fit an SQLite INTEGER (int64)"
@@ -95,5 +100,9 @@ def fold(events: list[Envelope]) -> CacheState:
 
 
 def sorted_rows(table: TableRows) -> list[Row]:
-    """Rows in key order; mixed value types in one column are ordered by type name first."""
-    return sorted(table.rows.values(), key=lambda r: (r.gpu_name, r.backend, *((type(v).__name__, v) for v in r.args)))
+    """Rows in key order; mixed value types in one column are ordered by type name first (where every
+    column holds one type, as it does in practice, the values alone give that same order)."""
+    rows = list(table.rows.values())
+    if len({tuple(type(v) for v in r.args) for r in rows}) <= 1:
+        return sorted(rows, key=lambda r: (r.gpu_name, r.backend, r.args))
+    return sorted(rows, key=lambda r: (r.gpu_name, r.backend, *((type(v).__name__, v) for v in r.args)))

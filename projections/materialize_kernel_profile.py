@@ -64,15 +64,20 @@ def table_sql(name: str, table: TableRows) -> str:
     return f"CREATE TABLE {_q(name)} ({', '.join(cols)}, UNIQUE({unique}))"
 
 
+_PROVENANCE = json.JSONEncoder(sort_keys=True, separators=(",", ":"))  # one encoder, not one per row
+_STAT_FIELDS = tuple("n" if c == "n_samples" else c for c, _ in STAT_COLUMNS)
+_TELEMETRY_FIELDS = tuple(c for c, _ in TELEMETRY_COLUMNS)
+
+
 def row_values(table: TableRows, row) -> tuple:
     ev = row.event
+    stats, tel = ev.stats, ev.telemetry
     return (
         row.gpu_name, row.backend, *(_sql_value(v) for v in row.args),
         *(ev.metrics.get(m) for m in table.metric_names),
-        *(getattr(ev.stats, "n" if c == "n_samples" else c) for c, _ in STAT_COLUMNS),
-        *(_sql_value(getattr(ev.telemetry, c)) for c, _ in TELEMETRY_COLUMNS),
-        json.dumps(ev.provenance, sort_keys=True, separators=(",", ":")), ev.profiler_revision,
-        ev.device_index, row.seq,
+        *(getattr(stats, f) for f in _STAT_FIELDS),
+        *(_sql_value(getattr(tel, f)) for f in _TELEMETRY_FIELDS),
+        _PROVENANCE.encode(ev.provenance), ev.profiler_revision, ev.device_index, row.seq,
     )
 
 

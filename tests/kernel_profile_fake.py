@@ -77,3 +77,13 @@ def fake_bytes(args: FakeArgs) -> int:
 FAKE_ENTRY = Entry("fake_matrix", "fake", "compute", FakeArgs, "tests.kernel_profile_fake:fake_runner",
                    "none (test fake)", one_gpu, "fake-1", "FAKE: deterministic numbers for tests; never a product row",
                    device_bytes=fake_bytes)
+
+
+if __name__ == "__main__":  # `python -m tests.kernel_profile_fake kernel-profile ...`: the CLI with the fake
+    import sys
+
+    from pw.cli import main
+    from pw.kernel_profile import registry
+
+    registry.install(FAKE_ENTRY)
+    sys.exit(main(sys.argv[1:]))

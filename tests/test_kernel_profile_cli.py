@@ -49,8 +49,14 @@ def specs_file(tmp_path, specs, form="list", name="specs.json"):
 
 
 def measured(tmp_path) -> list[str]:
+    """The specs the fake runner really measured (its tunings are logged apart, as "tune,...")."""
     log = tmp_path / "measured.log"
-    return log.read_text().splitlines() if log.exists() else []
+    return [x for x in log.read_text().splitlines() if not x.startswith("tune,")] if log.exists() else []
+
+
+def tunings(tmp_path) -> list[str]:
+    log = tmp_path / "measured.log"
+    return [x for x in log.read_text().splitlines() if x.startswith("tune,")] if log.exists() else []
 
 
 SPECS = [{"rows": r, "cols": c, "dtype": "bf16"} for r in (1, 2) for c in (8, 16)]

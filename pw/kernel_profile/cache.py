@@ -180,7 +180,8 @@ class Cache:
 
     def _write_memo(self, st: os.stat_result, head: tuple[int, str]) -> None:
         """Remember what was verified; best effort (a read-only cache is verified on every call)."""
-        if os.stat(self.ledger.path) != st:
+        now = os.stat(self.ledger.path)
+        if (now.st_size, now.st_mtime_ns, now.st_ino) != (st.st_size, st.st_mtime_ns, st.st_ino):
             return  # it changed while being read: the next call verifies again
         memo = msgspec.json.encode(_Memo(st.st_size, st.st_mtime_ns, st.st_ino, *head))
         try:
