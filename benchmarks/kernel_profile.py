@@ -474,7 +474,7 @@ def _dobench_shape(shape: dict, timer, big_flush, limit, g, idle_s: float) -> li
             ms = np.asarray(run(), dtype=np.float64)
             wall = time.monotonic() - t0
         tel = telemetry_of(sampler.rows, limit)
-        prec = precision.batch_means(ms)
+        prec = precision.mean_interval(ms)
         rows.append({**shape, "dtype": "bf16", "variant": name, "what": what, "n": int(ms.size),
                      "mean_ms": float(ms.mean()), "median_ms": float(np.median(ms)),
                      "rel_stdev": float(ms.std(ddof=1) / ms.mean()), "rel_ci_half_width": prec.rel_half_width,

@@ -47,7 +47,7 @@ def sample_stats(ns: list[int], stop_reason: str, settings: Settings | None = No
     mean = float(a.mean())
     rel = float(a.std(ddof=1) / mean) if a.size > 1 and mean > 0 else math.inf
     q1, med, q3 = (float(x) for x in np.quantile(a, [0.25, 0.5, 0.75]))
-    prec = precision.batch_means(a)
+    prec = precision.mean_interval(a)
     finite = math.isfinite(prec.half_width)
     return SampleStats(n=int(a.size), median_ms=med, mean_ms=mean, q1_ms=q1, q3_ms=q3, rel_stdev=rel,
                        gpu_time_s=float(a.sum() / 1e3), stop_reason=stop_reason,  # type: ignore[arg-type]
@@ -161,7 +161,7 @@ class Timer:
             wall_per = (time.monotonic() - t0) / batch
             ns += kineto.per_invocation(recs, per_call=per_call, separator=per_flush if flush else 0,
                                         n=batch, names=self.names)
-            prec = precision.batch_means(ns)
+            prec = precision.mean_interval(ns)
             if converged(ns, prec, s):
                 return ns, "converged", prec
             elapsed = time.monotonic() - start

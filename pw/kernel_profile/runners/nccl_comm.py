@@ -78,7 +78,7 @@ def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: S
         ns += [int(v) for v in t.tolist()]
         a = np.asarray(ns, dtype=np.float64)
         if rank == 0:  # the same rule as a compute row: the precision of the mean (timing.py)
-            prec = precision.batch_means(ns)
+            prec = precision.mean_interval(ns)
             done = converged(ns, prec, settings)
             late = _time.monotonic() - start >= settings.timeout_s
             need = max(settings.min_gpu_time_s - a.sum() / 1e9, 0.0) / max(a.mean() / 1e9, 1e-7)
