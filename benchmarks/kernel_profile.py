@@ -310,64 +310,74 @@ def _summary_of(results: list[dict]) -> dict:
 
 def precision_scenario(out: Path, count: int, timeout_s: float) -> None:
     """The device run of issue #29, through the real CLI: a `count`-GEMM fill under the precision rule,
-    the do_bench table, and the Triton backend filled twice on one database (the second run re-measures
-    with --force and must reuse every tuning). Every step is bounded; every answer is kept under OUT."""
+    the Triton backend filled twice on one database (the second run re-measures with --force and must
+    reuse every tuning), and the do_bench table. Every step is bounded; every answer is kept under OUT
+    and every key=value line is written to OUT/bench.txt as soon as it is known."""
     out.mkdir(parents=True, exist_ok=True)
     db = out / "cache" / "profile.db"
     base = ["--db", str(db), "--json"]
     env = {"PW_PROFILE_TIMEOUT_S": str(timeout_s), "PW_PROFILE_PROGRESS": "1"}
-    kv: dict[str, object] = {"timeout_s": timeout_s}
+
+    def note(**kv) -> None:
+        with open(out / "bench.txt", "a") as f:
+            for k, v in kv.items():
+                print(f"{k}={v}", flush=True)
+                f.write(f"{k}={v}\n")
+
+    note(timeout_s=timeout_s, gemm_specs=count)
     specs = gemm_specs(count)
     spec_file = out / "gemm_specs.json"
     spec_file.write_text(json.dumps(specs))
     rc, body, _ = cli(out, "count_before", ["count-missing", "single_gemm", "--backend", "torch", "--specs",
                                             str(spec_file), *base])
-    kv["count_missing_before"] = body.get("missing_count")
+    note(count_missing_before=body.get("missing_count"))
     rc, body, wall = cli(out, "fill_gemm", ["run", "single_gemm", "--backend", "torch", "--specs", str(spec_file),
-                                          "--output-dir", str(out / "snap_fill_gemm"), *base], env, limit_s=260)
-    kv.update(fill_gemm_rc=rc, fill_gemm_wall_s=round(wall, 2), fill_gemm_measure_wall_s=body.get("measure_wall_s"),
-              fill_gemm_missing=body.get("missing_count"), fill_gemm_failed=body.get("failed_count"))
-    kv.update({f"fill_gemm_{k}": v for k, v in _summary_of(body.get("results", [])).items()})
+                                          "--output-dir", str(out / "snap_fill_gemm"), *base], env, limit_s=250)
+    note(fill_gemm_rc=rc, fill_gemm_wall_s=round(wall, 2), fill_gemm_measure_wall_s=body.get("measure_wall_s"),
+         fill_gemm_missing=body.get("missing_count"), fill_gemm_failed=body.get("failed_count"))
+    note(**{f"fill_gemm_{k}": v for k, v in _summary_of(body.get("results", [])).items()})
     rc, body, _ = cli(out, "count_after", ["count-missing", "single_gemm", "--backend", "torch", "--specs",
                                            str(spec_file), *base])
-    kv["count_missing_after"] = body.get("missing_count")
+    note(count_missing_after=body.get("missing_count"))
     rc, body, _ = cli(out, "query_gemm", ["query", "single_gemm", "--backend", "torch", "--specs", str(spec_file), *base])
-    kv.update(query_results=len(body.get("results", [])),
-              query_ok=sum(r["status"] == "ok" for r in body.get("results", [])))
-    t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--dobench", str(out / "dobench.json"),
-                        "--timeout-s", str(timeout_s)], cwd=ROOT, timeout=150, capture_output=True, text=True)
-    print(p.stdout[-3000:] + p.stderr[-3000:], flush=True)
-    kv.update(dobench_rc=p.returncode, dobench_wall_s=round(time.perf_counter() - t0, 1))
+    note(query_results=len(body.get("results", [])), query_ok=sum(r["status"] == "ok" for r in body.get("results", [])))
     tspecs = out / "triton_specs.json"
     tspecs.write_text(json.dumps(TRITON_SPECS))
     tenv = {**env, "TRITON_CACHE_DIR": str(out / "triton-cache")}
     for name, extra in (("triton_run1", []), ("triton_run2", ["--force"])):
         rc, body, wall = cli(out, name, ["run", "single_gemm", "--backend", "triton", "--specs", str(tspecs), *extra,
-                                         *base], tenv, limit_s=200)
+                                         *base], tenv, limit_s=100)
         tuning = body.get("autotune") or {}
-        kv.update({f"{name}_rc": rc, f"{name}_wall_s": round(wall, 2), f"{name}_measure_wall_s": body.get("measure_wall_s"),
-                   f"{name}_ok": sum(r["status"] == "ok" for r in body.get("results", []))})
-        kv.update({f"{name}_autotune_{k}": v for k, v in tuning.items()})
-        kv.update({f"{name}_{k}": v for k, v in _summary_of(body.get("results", [])).items()
-                   if k in ("converged", "rel_ci_median", "sm_clock_mhz_median")})
+        note(**{f"{name}_rc": rc, f"{name}_wall_s": round(wall, 2), f"{name}_measure_wall_s": body.get("measure_wall_s"),
+                f"{name}_ok": sum(r["status"] == "ok" for r in body.get("results", []))})
+        note(**{f"{name}_autotune_{k}": v for k, v in tuning.items()})
+        note(**{f"{name}_{k}": v for k, v in _summary_of(body.get("results", [])).items()
+                if k in ("converged", "rel_ci_median", "sm_clock_mhz_median")})
     rc, body, _ = cli(out, "count_after_triton", ["count-missing", "single_gemm", "--backend", "triton", "--specs",
                                                   str(tspecs), *base])
-    kv["count_missing_after_triton"] = body.get("missing_count")
+    note(count_missing_after_triton=body.get("missing_count"))
     from pw.kernel_profile.cache import Cache
 
-    re_db = out / "rebuilt" / "profile.db"
-    re_db.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(db.with_name("profile.ledger.jsonl"), re_db.with_name("profile.ledger.jsonl"))
-    Cache(re_db).rebuild()
-    import sqlite3
+    if db.with_name("profile.ledger.jsonl").exists():
+        re_db = out / "rebuilt" / "profile.db"
+        re_db.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(db.with_name("profile.ledger.jsonl"), re_db.with_name("profile.ledger.jsonl"))
+        Cache(re_db).rebuild()
+        import sqlite3
 
-    kv.update(rebuild_byte_identical=sha(re_db) == sha(db), profile_db_sha256=sha(db),
-              sqlite_version=sqlite3.sqlite_version)
-    with open(out / "bench.txt", "a") as f:
-        for k, v in kv.items():
-            print(f"{k}={v}", flush=True)
-            f.write(f"{k}={v}\n")
+        note(rebuild_byte_identical=sha(re_db) == sha(db), profile_db_sha256=sha(db),
+             sqlite_version=sqlite3.sqlite_version)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--dobench", str(out / "dobench.json"),
+                            "--timeout-s", str(timeout_s)], cwd=ROOT, timeout=100, capture_output=True, text=True)
+        print(p.stdout[-6000:] + p.stderr[-3000:], flush=True)
+        (out / "dobench.log").write_text(p.stdout + p.stderr)
+        rc = p.returncode
+    except subprocess.TimeoutExpired as exc:
+        (out / "dobench.log").write_text(str(exc.stdout or "") + str(exc.stderr or ""))
+        rc = "timeout"
+    note(dobench_rc=rc, dobench_wall_s=round(time.perf_counter() - t0, 1))
 
 
 def dobench_table(path: Path, shapes: list[dict], timeout_s: float, idle_s: float = 1.0) -> None:
@@ -388,11 +398,11 @@ def dobench_table(path: Path, shapes: list[dict], timeout_s: float, idle_s: floa
     g = torch.Generator(device="cuda")
     g.manual_seed(0)
     rows: list[dict] = []
-    for shape in shapes:
+    for shape in shapes:  # the file is rewritten after every shape: a cut-short run keeps what it measured
         rows += _dobench_shape(shape, timer, big_flush, nvml.power_limit_w(0), g, idle_s)
-    path.write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                                "triton": triton.__version__, "idle_s": idle_s, "timeout_s": timeout_s,
-                                "rows": rows}, indent=1))
+        path.write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                                    "triton": triton.__version__, "idle_s": idle_s, "timeout_s": timeout_s,
+                                    "rows": rows}, indent=1))
 
 
 def _dobench_shape(shape: dict, timer, big_flush, limit, g, idle_s: float) -> list[dict]:
