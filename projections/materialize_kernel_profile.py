@@ -8,9 +8,13 @@ file and renames it over the old one: the bytes follow from the ledger alone.
 from __future__ import annotations
 
 import json
+import operator
 import os
+import re
 import sqlite3
 from pathlib import Path
+
+import msgspec
 
 from projections.kernel_profile_db import CacheState, TableRows, sorted_rows
 
@@ -65,19 +69,30 @@ def table_sql(name: str, table: TableRows) -> str:
 
 
 _PROVENANCE = json.JSONEncoder(sort_keys=True, separators=(",", ":"))  # one encoder, not one per row
-_STAT_FIELDS = tuple("n" if c == "n_samples" else c for c, _ in STAT_COLUMNS)
-_TELEMETRY_FIELDS = tuple(c for c, _ in TELEMETRY_COLUMNS)
+_stats_of = operator.attrgetter(*("n" if c == "n_samples" else c for c, _ in STAT_COLUMNS))
+_telemetry_of = operator.attrgetter(*(c for c, _ in TELEMETRY_COLUMNS))
+
+
+_NOT_PLAIN = re.compile(rb"[\x00-\x1f\x7f-\xff]")
+
+
+def _provenance_text(prov: dict[str, str]) -> str:
+    """`json.dumps(prov, sort_keys=True, separators=(",", ":"))`, the column's text since layout 1.
+
+    msgspec writes the same bytes for ASCII text ten times faster; anything else (a non-ASCII or
+    control character, which the two escape differently) takes the json module's path."""
+    fast = msgspec.json.encode(prov, order="sorted")
+    return _PROVENANCE.encode(prov) if _NOT_PLAIN.search(fast) else fast.decode()
 
 
 def row_values(table: TableRows, row) -> tuple:
     ev = row.event
-    stats, tel = ev.stats, ev.telemetry
+    tel = _telemetry_of(ev.telemetry)
     return (
-        row.gpu_name, row.backend, *(_sql_value(v) for v in row.args),
-        *(ev.metrics.get(m) for m in table.metric_names),
-        *(getattr(stats, f) for f in _STAT_FIELDS),
-        *(_sql_value(getattr(tel, f)) for f in _TELEMETRY_FIELDS),
-        _PROVENANCE.encode(ev.provenance), ev.profiler_revision, ev.device_index, row.seq,
+        row.gpu_name, row.backend, *(int(v) if v is True or v is False else v for v in row.args),
+        *map(ev.metrics.get, table.metric_names), *_stats_of(ev.stats),
+        *(int(v) if v is True or v is False else v for v in tel),
+        _provenance_text(ev.provenance), ev.profiler_revision, ev.device_index, row.seq,
     )
 
 
