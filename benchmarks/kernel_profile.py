@@ -497,7 +497,7 @@ def _dobench_shape(shape: dict, timer, big_flush, limit, g, idle_s: float) -> li
             wall = time.monotonic() - t0
         tel = telemetry_of(sampler.rows, limit)
         prec = precision.mean_interval(ms)
-        rows.append({**shape, "dtype": "bf16", "variant": name, "what": what, "n": int(ms.size),
+        rows.append({**shape, "dtype": "bf16", "variant": name, "what": what, "launches": int(ms.size),
                      "mean_ms": float(ms.mean()), "median_ms": float(np.median(ms)),
                      "rel_stdev": float(ms.std(ddof=1) / ms.mean()), "rel_ci_half_width": prec.rel_half_width,
                      "lag1": prec.lag1, "window_s": round(wall, 3), "sm_clock_mhz": tel.sm_clock_mhz,
@@ -505,7 +505,7 @@ def _dobench_shape(shape: dict, timer, big_flush, limit, g, idle_s: float) -> li
                      "power_w": tel.power_w, "power_limit_w": tel.power_limit_w, "power_capped": tel.power_capped,
                      "power_cap_fraction": tel.power_cap_fraction, "temperature_c": tel.temperature_c})
         r = rows[-1]
-        print(f"{m}x{n}x{k} {name:<18} mean {r['mean_ms']:.4f} ms median {r['median_ms']:.4f} n={r['n']} "
+        print(f"{m}x{n}x{k} {name:<18} mean {r['mean_ms']:.4f} ms median {r['median_ms']:.4f} n={r['launches']} "
               f"sm={r['sm_clock_mhz']} W={r['power_w'] and round(r['power_w'])} capped={r['power_capped']}", flush=True)
     return rows
 

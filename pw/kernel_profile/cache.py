@@ -187,6 +187,7 @@ class Cache:
         memo = msgspec.json.encode(_Memo(st.st_size, st.st_mtime_ns, st.st_ino, *head))
         try:
             fd, tmp = tempfile.mkstemp(dir=self.memo.parent, prefix=self.memo.name + ".")
+            os.fchmod(fd, 0o644)  # readable by whoever shares the cache, as the database is
             with os.fdopen(fd, "wb") as f:
                 f.write(memo)
             os.replace(tmp, self.memo)

@@ -149,21 +149,26 @@ def too_large(entry: Entry, args: dict, memory_bytes: int | None) -> Failed | No
 
 
 def autotune_summary(results: list[dict]) -> dict | None:
-    """The tunings this call paid for and those it reused (from an earlier run, another worker or an
-    earlier spec of the same key), with the tuning time each reuse did not pay again, as recorded."""
-    seen: dict[str, dict] = {}
+    """The tunings this call paid for and those it found already made, by key: a key is tuned when
+    one of its rows in this call tuned it (a second spec or worker of the same key then reused it,
+    as Triton's in-process cache also would), reused when every row found it stored by an earlier
+    run. `saved_s` is the tuning time, as recorded when it was paid, that the reused keys cost
+    nothing now."""
+    keys: dict[str, dict] = {}
     for r in results:
         p = r.get("provenance") or {}
-        if r.get("status") == "ok" and p.get("autotune"):
-            seen.setdefault(json.dumps(r["args"], sort_keys=True), p)
-    if not seen:
+        if r.get("status") != "ok" or not p.get("autotune"):
+            continue
+        k = keys.setdefault(p["autotune_key"], {"tuned": False, "tuning_s": 0.0, "wait_s": 0.0})
+        k["tuned"] |= p["autotune"] == "tuned"
+        k["tuning_s"] = float(p.get("autotune_tuning_s") or 0)
+        k["wait_s"] = max(k["wait_s"], float(p.get("autotune_wait_s") or 0))
+    if not keys:
         return None
-    tuned = [float(p.get("autotune_tuning_s") or 0) for p in seen.values() if p["autotune"] == "tuned"]
-    reused = [float(p.get("autotune_tuning_s") or 0) for p in seen.values() if p["autotune"] == "cache"]
-    return {"specs": len(seen), "keys": len({p.get("autotune_key") for p in seen.values()}),
-            "tuned": len(tuned), "reused": len(reused), "tuning_s": round(sum(tuned), 3),
-            "saved_s": round(sum(reused), 3),
-            "wait_s": round(sum(float(p.get("autotune_wait_s") or 0) for p in seen.values()), 3)}
+    tuned = [k["tuning_s"] for k in keys.values() if k["tuned"]]
+    reused = [k["tuning_s"] for k in keys.values() if not k["tuned"]]
+    return {"keys": len(keys), "tuned": len(tuned), "reused": len(reused), "tuning_s": round(sum(tuned), 3),
+            "saved_s": round(sum(reused), 3), "wait_s": round(sum(k["wait_s"] for k in keys.values()), 3)}
 
 
 def _store(cache: Cache, events: list) -> None:
