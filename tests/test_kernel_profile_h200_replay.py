@@ -81,6 +81,13 @@ def test_full_rebuild_is_deterministic_and_holds_every_table(tmp_path):
 
 
 @pytest.mark.parametrize("data", RECORDED, ids=lambda d: d.name)
+def test_the_fixture_is_still_written_in_version_1(data):
+    lines = [json.loads(x) for x in (data / "profile.ledger.jsonl").read_text().splitlines()]
+    assert {x["v"] for x in lines if x["type"] == "KernelMeasured"} == {1}
+    assert all("statistic" not in x["data"]["stats"] for x in lines if x["type"] == "KernelMeasured")
+
+
+@pytest.mark.parametrize("data", RECORDED, ids=lambda d: d.name)
 def test_recorded_fill_answers_every_spec_and_revision_1_rows_are_no_longer_hits(tmp_path, data):
     shutil.copy(data / "profile.ledger.jsonl", tmp_path / "profile.ledger.jsonl")
     cache = Cache(tmp_path / "profile.db")

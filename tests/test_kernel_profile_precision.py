@@ -15,13 +15,13 @@ from pw.kernel_profile.timing import converged, sample_stats, telemetry_of
 
 
 def ar1(rng, n: int, phi: float, sd: float) -> np.ndarray:
-    """1 + an AR(1) series: launch times whose clock state drifts (phi near 1) around a known mean."""
+    """1 + a stationary AR(1) series (y[i] = phi y[i-1] + e[i], stdev `sd`): launch times whose clock
+    state drifts (phi near 1) around a known mean."""
+    from scipy.signal import lfilter
+
     e = rng.standard_normal(n) * sd * math.sqrt(1 - phi * phi)
-    y = np.empty(n)
-    y[0] = rng.standard_normal() * sd
-    for i in range(1, n):
-        y[i] = phi * y[i - 1] + e[i]
-    return 1.0 + y
+    e[0] = rng.standard_normal() * sd  # y[0] drawn from the stationary distribution
+    return 1.0 + lfilter([1.0], [1.0, -phi], e)
 
 
 def naive_half_width(x: np.ndarray) -> float:

@@ -22,7 +22,6 @@ import fcntl
 import hashlib
 import os
 import socket
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,8 @@ from pathlib import Path
 from typing import Literal
 
 import msgspec
+
+from ledger.files import write_atomic
 
 FORMAT = 1
 ConfigValue = int | str
@@ -165,13 +166,4 @@ def _read(path: Path, digest: str, kernel, shape_key, gpu, versions) -> tuple[Au
 
 
 def _write(path: Path, entry: AutotuneEntry) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:12]}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(msgspec.json.format(msgspec.json.encode(entry), indent=1) + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, msgspec.json.format(msgspec.json.encode(entry), indent=1) + b"\n")

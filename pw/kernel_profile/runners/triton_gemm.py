@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from pw.kernel_profile.autotune_cache import Tuned, config_text
-from pw.kernel_profile.runners.compute import Invocation, torch_dtype
+from pw.kernel_profile.runners.compute import Invocation
 from pw.kernel_profile.runners.context import Context
 
 KERNEL_ID = "pw.triton_gemm/1"  # bump with the kernel's source or its config list
@@ -103,13 +103,9 @@ def single_gemm(ctx: Context, *, m: int, n: int, k: int, dtype: str):
     import torch
 
     from pw.kernel_profile import nvml
-    from pw.kernel_profile.runners.torch_ops import _gen
+    from pw.kernel_profile.runners.torch_ops import gemm_inputs
 
-    dt = torch_dtype(dtype)
-    g = _gen(0)
-    a = torch.randn(m, k, device="cuda", dtype=dt, generator=g)
-    b = torch.randn(k, n, device="cuda", dtype=dt, generator=g)
-    c = torch.empty(m, n, device="cuda", dtype=dt)
+    a, b, c = gemm_inputs(m, n, k, dtype)
     args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
             m_bucket(m))
     grid = _grid(m, n)
