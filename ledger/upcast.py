@@ -117,6 +117,15 @@ def _hotspot_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _kernel_measured_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """KernelMeasured v1 rows reported the median of their launches and had no interval (the
+    per-launch stopping rule); v2 names the statistic."""
+    stats = data.get("stats")
+    if not isinstance(stats, dict):
+        return data  # a malformed payload fails validation, not here
+    return {**data, "stats": {**stats, "statistic": "median"}}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("Note", 0): _note_v0_to_v1,
     ("VerdictReached", 1): _verdict_v1_to_v2,
@@ -126,6 +135,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("RoutingDecided", 1): _routing_v1_to_v2,
     ("ProfileNormalized", 1): _normalized_v1_to_v2,
     ("HotspotSelected", 1): _hotspot_v1_to_v2,
+    ("KernelMeasured", 1): _kernel_measured_v1_to_v2,
 }
 
 

@@ -8,24 +8,34 @@ file and renames it over the old one: the bytes follow from the ledger alone.
 from __future__ import annotations
 
 import json
+import operator
 import os
+import re
 import sqlite3
 from pathlib import Path
+
+import msgspec
 
 from projections.kernel_profile_db import CacheState, TableRows, sorted_rows
 
 # Stat columns carry the SampleStats field name, except `n` (an args name of single_gemm).
 STAT_COLUMNS = (
     ("n_samples", "INTEGER"), ("median_ms", "REAL"), ("mean_ms", "REAL"), ("q1_ms", "REAL"), ("q3_ms", "REAL"),
-    ("rel_stdev", "REAL"), ("gpu_time_s", "REAL"), ("stop_reason", "TEXT"),
+    ("rel_stdev", "REAL"), ("gpu_time_s", "REAL"), ("stop_reason", "TEXT"), ("statistic", "TEXT"),
+    ("rel_ci_half_width", "REAL"), ("ci_low_ms", "REAL"), ("ci_high_ms", "REAL"), ("ci_method", "TEXT"),
+    ("lag1_autocorr", "REAL"), ("stop_rule", "TEXT"),
 )
 TELEMETRY_COLUMNS = (
     ("sm_clock_mhz", "REAL"), ("mem_clock_mhz", "REAL"), ("temperature_c", "REAL"), ("power_w", "REAL"),
-    ("throttle_mask", "INTEGER"),
+    ("throttle_mask", "INTEGER"), ("sm_clock_min_mhz", "REAL"), ("sm_clock_max_mhz", "REAL"),
+    ("power_limit_w", "REAL"), ("power_capped", "INTEGER"), ("power_cap_fraction", "REAL"),
 )
 TAIL_COLUMNS = (("provenance", "TEXT"), ("profiler_revision", "TEXT"), ("device_index", "INTEGER"),
                 ("ledger_seq", "INTEGER"))
 META_TABLE = "_ledger_head"
+# The layout's number: 2 added the interval, statistic and stop-rule columns and the clock range and
+# power-cap columns (recorded fixtures of layout 1 are compared column by column).
+DB_FORMAT = 2
 
 
 def _q(name: str) -> str:
@@ -58,15 +68,31 @@ def table_sql(name: str, table: TableRows) -> str:
     return f"CREATE TABLE {_q(name)} ({', '.join(cols)}, UNIQUE({unique}))"
 
 
+_PROVENANCE = json.JSONEncoder(sort_keys=True, separators=(",", ":"))  # one encoder, not one per row
+_stats_of = operator.attrgetter(*("n" if c == "n_samples" else c for c, _ in STAT_COLUMNS))
+_telemetry_of = operator.attrgetter(*(c for c, _ in TELEMETRY_COLUMNS))
+
+
+_NOT_PLAIN = re.compile(rb"[\x00-\x1f\x7f-\xff]")
+
+
+def _provenance_text(prov: dict[str, str]) -> str:
+    """`json.dumps(prov, sort_keys=True, separators=(",", ":"))`, the column's text since layout 1.
+
+    msgspec writes the same bytes for ASCII text ten times faster; anything else (a non-ASCII or
+    control character, which the two escape differently) takes the json module's path."""
+    fast = msgspec.json.encode(prov, order="sorted")
+    return _PROVENANCE.encode(prov) if _NOT_PLAIN.search(fast) else fast.decode()
+
+
 def row_values(table: TableRows, row) -> tuple:
     ev = row.event
+    tel = _telemetry_of(ev.telemetry)
     return (
-        row.gpu_name, row.backend, *(_sql_value(v) for v in row.args),
-        *(ev.metrics.get(m) for m in table.metric_names),
-        *(getattr(ev.stats, "n" if c == "n_samples" else c) for c, _ in STAT_COLUMNS),
-        *(getattr(ev.telemetry, c) for c, _ in TELEMETRY_COLUMNS),
-        json.dumps(ev.provenance, sort_keys=True, separators=(",", ":")), ev.profiler_revision,
-        ev.device_index, row.seq,
+        row.gpu_name, row.backend, *(int(v) if v is True or v is False else v for v in row.args),
+        *map(ev.metrics.get, table.metric_names), *_stats_of(ev.stats),
+        *(int(v) if v is True or v is False else v for v in tel),
+        _provenance_text(ev.provenance), ev.profiler_revision, ev.device_index, row.seq,
     )
 
 
@@ -75,6 +101,16 @@ def write(db_path: Path, state: CacheState) -> None:
     db_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
+    try:
+        _write_tmp(tmp, state)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, db_path)
+    finally:
+        tmp.unlink(missing_ok=True)  # a failed write leaves no temporary file behind
+
+
+def _write_tmp(tmp: Path, state: CacheState) -> None:
     con = sqlite3.connect(tmp, isolation_level=None)
     try:
         con.execute("PRAGMA page_size=4096")
@@ -94,9 +130,6 @@ def write(db_path: Path, state: CacheState) -> None:
         con.execute("COMMIT")
     finally:
         con.close()
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, db_path)
 
 
 def head_of(db_path: Path) -> tuple[int, str] | None:

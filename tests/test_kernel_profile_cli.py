@@ -49,8 +49,14 @@ def specs_file(tmp_path, specs, form="list", name="specs.json"):
 
 
 def measured(tmp_path) -> list[str]:
+    """The specs the fake runner really measured (its tunings are logged apart, as "tune,...")."""
     log = tmp_path / "measured.log"
-    return log.read_text().splitlines() if log.exists() else []
+    return [x for x in log.read_text().splitlines() if not x.startswith("tune,")] if log.exists() else []
+
+
+def tunings(tmp_path) -> list[str]:
+    log = tmp_path / "measured.log"
+    return [x for x in log.read_text().splitlines() if x.startswith("tune,")] if log.exists() else []
 
 
 SPECS = [{"rows": r, "cols": c, "dtype": "bf16"} for r in (1, 2) for c in (8, 16)]
@@ -95,7 +101,7 @@ def test_single_object_file_and_repeated_spec(capsys, tmp_path):
     ({"rows": 1, "cols": 2, "dtype": "bf16", "depth": 3}, "unknown field 'depth'"),
     ({"rows": "1", "cols": 2, "dtype": "bf16"}, "field 'rows': Expected `int`, got `str`"),
     ({"rows": 1, "cols": 2, "dtype": "int4"}, "field 'dtype'"),
-    ({"m": 1, "n": 2, "k": 3, "dtype": "bf16"}, "single_gemm/torch's, not fake_matrix/fake's: mixed batch"),
+    ({"m": 1, "n": 2, "k": 3, "dtype": "bf16"}, "belong to single_gemm/torch or single_gemm/triton, not fake_matrix/fake: mixed batch"),
 ])
 def test_bad_specs_are_field_named_errors_exit_2(capsys, tmp_path, spec, needle):
     p = specs_file(tmp_path, [SPECS[0], spec])

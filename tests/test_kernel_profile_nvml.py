@@ -23,7 +23,8 @@ def fake_pynvml(devices: list[dict]) -> types.ModuleType:
     m.nvmlDeviceGetCount = lambda: len(devices)
     m.nvmlDeviceGetHandleByIndex = lambda i: i
     m.nvmlDeviceGetName = lambda h: devices[h]["name"]
-    m.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=devices[h]["used"])
+    m.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(used=devices[h]["used"],
+                                                                 total=devices[h].get("total", 141 << 30))
     m.nvmlDeviceGetUtilizationRates = lambda h: types.SimpleNamespace(gpu=devices[h]["util"], memory=0)
     return m
 
@@ -77,8 +78,24 @@ def test_form_factors_stay_distinct_keys(raw, key):
     assert nvml.normalize_gpu_name(raw) == key
 
 
-def test_without_nvml_the_error_says_what_to_do(monkeypatch):
+def test_without_nvml_each_hint_names_the_missing_piece(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
     monkeypatch.delenv("PW_PROFILE_GPUS", raising=False)
-    with pytest.raises(ToolError, match="pass --gpu-name .* PW_PROFILE_GPUS"):
+    with pytest.raises(ToolError, match="cannot read the GPU name: NVML is not available.*pass --gpu-name NAME"):
         service.resolve_gpu(None)
+    with pytest.raises(ToolError, match="cannot find idle GPUs.*set PW_PROFILE_GPUS.*pass --gpu-name"):
+        executor.choose_devices()
+    # Devices pinned and still no name: the hint is --gpu-name, never "set PW_PROFILE_GPUS" again.
+    monkeypatch.setenv("PW_PROFILE_GPUS", "0,1")
+    with pytest.raises(ToolError) as exc:
+        service.resolve_gpu(None)
+    assert "pinned devices (PW_PROFILE_GPUS=0,1)" in exc.value.message and "pass --gpu-name NAME" in exc.value.message
+    assert "set PW_PROFILE_GPUS" not in exc.value.message
+    d = executor.choose_devices()  # pinning itself needs no NVML (and cannot read the memory size)
+    assert d.indices == [0, 1] and d.memory_bytes is None
+
+
+def test_device_memory_comes_from_nvml(gpus):
+    gpus([{"name": "NVIDIA H200", "used": 0, "util": 0, "total": 141 << 30},
+          {"name": "NVIDIA H200", "used": 0, "util": 0, "total": 80 << 30}])
+    assert executor.choose_devices().memory_bytes == 80 << 30  # the smallest of the chosen devices

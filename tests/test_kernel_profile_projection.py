@@ -19,9 +19,9 @@ def measured(m: int, t: float, gpu: str = "H200") -> KernelMeasured:
         arg_values=[m, 64, 64, "bf16"], metrics={"time_ms": t, "tflops": 1.0, "memory_bandwidth_gbps": 2.0,
                                                   "energy_j": 0.5},
         stats=SampleStats(n=10, median_ms=t, mean_ms=t, q1_ms=t, q3_ms=t, rel_stdev=0.001, gpu_time_s=0.5,
-                          stop_reason="converged"),
+                          stop_reason="converged", statistic="mean", rel_ci_half_width=0.004),
         telemetry=Telemetry(sm_clock_mhz=1980.0, throttle_mask=4, samples=3),
-        provenance={"torch": "2.11", "algorithm": "cublas"}, profiler_revision="torch-cupti-1")
+        provenance={"torch": "2.11", "algorithm": "cublas"}, profiler_revision="torch-cupti-2")
 
 
 def test_last_measurement_of_a_key_wins_and_failures_are_not_rows(tmp_path):

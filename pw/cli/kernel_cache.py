@@ -1,11 +1,14 @@
-"""`pw kernel-profile list | count-missing | query | run | measure` (DESIGN.md §13, seed 003).
+"""`pw kernel-profile list | count-missing | query | run | measure | repair` (DESIGN.md §13, seed 003).
 
 Exit codes: 0 success (also for a query that finds rows missing: that is an answer), 1 when `run`
-leaves rows missing or a measurement fails, 2 for bad input.
+leaves rows missing or a measurement fails, 2 for bad input (a read-only or damaged cache among it),
+3 when the machine or a tool failed.
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import sys
 import time
@@ -26,8 +29,8 @@ def _settings(args):
             value = float(raw)
         except ValueError:
             raise InputError(f"{name}={raw!r}: expected a number of seconds") from None
-        if value <= 0:
-            raise InputError(f"{name}={raw!r}: expected a positive number of seconds")
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"{name}={raw!r}: expected a positive, finite number of seconds")
         return value
 
     return Settings(
@@ -66,10 +69,57 @@ def _table_text(entry, body: dict) -> str:
     return "\n".join(lines)
 
 
+def positive_finite(text: str) -> float:
+    """An argparse type: a positive, finite number (NaN and infinities are not a duration or a rate)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive, finite number")
+    return value
+
+
+def _repair(args) -> int:
+    from pw.cli.common import first_line_intact
+    from pw.kernel_profile.cache import Cache
+
+    cache = Cache(args.db)
+    path = cache.ledger.path
+    if not path.is_file():
+        raise InputError(f"--db {cache.db}: no cache ledger at {path}; nothing to repair")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: empty file, expected a kernel-profile cache ledger; nothing repaired")
+    if not first_line_intact(path):
+        raise InputError(f"{path}: not a ProfileWeaver ledger (first line is not a valid event); nothing repaired")
+    body = cache.repair()
+    if args.json:
+        print_json(body)
+    elif not body["repaired"]:
+        print_text(f"{path}: intact, nothing to repair; {cache.db.name} holds {body['rows_after']} rows")
+    else:
+        ev = body["event"]
+        print_text(f"quarantined {ev['length']} torn bytes at offset {ev['offset']} to {body['quarantine']}; "
+                   f"recorded LedgerRepaired; rebuilt {cache.db.name}: {body['rows_after']} rows "
+                   f"(was {body['rows_before']})")
+    return 0
+
+
+def _check_output_dir(out: Path) -> None:
+    """Before measuring: the snapshot's directory is free and can be written (nothing created yet)."""
+    from pw.kernel_profile import snapshot
+    from pw.kernel_profile.cache import writable_dir
+
+    snapshot.check_free(out)
+    writable_dir(out, f"--output-dir {out}")
+
+
 def kernel_profile(args) -> int:
     verb = args.kp_verb
     if verb is None:
-        raise InputError("kernel-profile: expected a sub-verb: list, count-missing, query, run or measure")
+        raise InputError("kernel-profile: expected a sub-verb: list, count-missing, query, run, measure or repair")
+    if verb == "repair":
+        return _repair(args)
     from pw.kernel_profile import service
     from pw.kernel_profile.cache import Cache
 
@@ -89,6 +139,9 @@ def kernel_profile(args) -> int:
         from pw.kernel_profile.measure import measure
 
         out = Path(args.output_dir or f"measure_{entry.table}_{entry.backend}")
+        from pw.kernel_profile.cache import writable_dir
+
+        writable_dir(out, f"--output-dir {out}")
         body = measure(entry, specs, out, duration_s=args.duration_s, telemetry_hz=args.telemetry_hz,
                        settings=_settings(args))
         for w in body["warnings"]:
@@ -125,7 +178,7 @@ def kernel_profile(args) -> int:
         raise InputError("--force and --fresh: give at most one (--fresh measures like --force and stores nothing)")
     out = Path(args.output_dir) if args.output_dir else None
     if out is not None:
-        snapshot.check_free(out)
+        _check_output_dir(out)
     started = time.time()
     body = service.run(entry, specs, args.gpu_name, cache, force=args.force, fresh=args.fresh,
                        settings=_settings(args))
@@ -137,7 +190,8 @@ def kernel_profile(args) -> int:
 
         snapshot.check_free(out)
         body["output_dir"] = str(out)
-        body["snapshot"] = snapshot.write(out, {
+        stored = "the rows are stored in the cache; " if body["persisted"] else ""
+        body["snapshot"] = snapshot.write(out, stored, {
             "request.json": {"verb": "run", "table": entry.table, "backend": entry.backend, "mode": body["mode"],
                              "gpu_name": args.gpu_name, "db": str(cache.db), "specs": [as_dict(s) for s in specs]},
             "results.json": body,
@@ -155,9 +209,9 @@ def kernel_profile(args) -> int:
 
 
 def add_parser(sub, verb_factory) -> None:
-    """The `kernel-profile` verb and its five sub-verbs."""
-    p = verb_factory(sub, "kernel-profile", "the kernel-profile cache: list, count-missing, query, run, measure",
-                     run=False)
+    """The `kernel-profile` verb and its six sub-verbs."""
+    p = verb_factory(sub, "kernel-profile",
+                     "the kernel-profile cache: list, count-missing, query, run, measure, repair", run=False)
     kp = p.add_subparsers(dest="kp_verb", metavar="SUBVERB", parser_class=type(p))
 
     def common(q, *, multi: bool = True):
@@ -186,7 +240,12 @@ def add_parser(sub, verb_factory) -> None:
     common(q, multi=False)
     q.set_defaults(specs=None)
     q.add_argument("--output-dir", metavar="DIR", help="default ./measure_<table>_<backend>")
-    q.add_argument("--duration-s", type=float, default=10.0, metavar="S", help="window length (default 10)")
-    q.add_argument("--telemetry-hz", type=float, default=20.0, metavar="HZ", help="NVML sampling (default 20)")
+    q.add_argument("--duration-s", type=positive_finite, default=10.0, metavar="S", help="window length (default 10)")
+    q.add_argument("--telemetry-hz", type=positive_finite, default=20.0, metavar="HZ",
+                   help="NVML sampling (default 20)")
     q.add_argument("--no-clear-l2", action="store_true", help="warm back-to-back launches instead of cold L2")
     q.add_argument("--cuda-graph", action="store_true", help="replay the invocation from a CUDA graph")
+    q = kp.add_parser("repair", help="quarantine a torn tail of the cache ledger, then rebuild profile.db")
+    q.add_argument("--db", metavar="PATH", help="the profile.db whose ledger to repair (default: $PW_PROFILE_DB or "
+                   "~/.cache/profileweaver/kernel-profile/profile.db)")
+    q.add_argument("--json", action="store_true", help="print the result as JSON")

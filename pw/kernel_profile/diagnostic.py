@@ -65,8 +65,8 @@ def run_window(ctx: Context, inv, job: Job) -> Measurement:
         w = csv.writer(f)
         w.writerow(nvml.Sampler.FIELDS)
         w.writerows(sampler.rows)
-    stats: SampleStats = sample_stats(ns, "fixed")
-    tel: Telemetry = telemetry_of(sampler.rows)
+    stats: SampleStats = sample_stats(ns, "fixed", s)
+    tel: Telemetry = telemetry_of(sampler.rows, nvml.power_limit_w(ctx.nvml_indices[0]))
     a = np.asarray(ns, dtype=np.float64) / 1e6
     tenth = max(1, len(a) // 10)
     plots = _plots(out, starts, ns, sampler.rows)
@@ -85,8 +85,8 @@ def run_window(ctx: Context, inv, job: Job) -> Measurement:
         "plots": plots, "device_name": torch.cuda.get_device_name(), **library_provenance(ctx),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    t_s = stats.median_ms / 1e3
-    return Measurement(metrics={"time_ms": stats.median_ms, "tflops": inv.flops / t_s / 1e12,
+    t_s = stats.mean_ms / 1e3
+    return Measurement(metrics={"time_ms": stats.mean_ms, "tflops": inv.flops / t_s / 1e12,
                                 "memory_bandwidth_gbps": inv.bytes_moved / t_s / 1e9,
                                 "energy_j": summary["energy_j_per_launch"]},
                        stats=stats, telemetry=tel, provenance=inv.provenance,

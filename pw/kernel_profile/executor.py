@@ -31,6 +31,12 @@ _decoder = msgspec.json.Decoder(WorkerLine)
 SPEC_SLACK_S = 120.0
 # After this many workers in a row die without one answer, the slot gives up on its other specs.
 MAX_BARREN_WORKERS = 3
+# An autotuned kernel compiles and benchmarks every config of a new key before timing starts.
+AUTOTUNE_SLACK_S = 300.0
+
+
+def entry_autotunes(entry: Entry) -> bool:
+    return "autotune" in entry.provenance_fields
 
 
 @dataclass
@@ -39,10 +45,13 @@ class Devices:
     pinned: bool
     warnings: list[str] = field(default_factory=list)
     busy: dict[int, str] = field(default_factory=dict)
+    memory_bytes: int | None = None  # the smallest device's memory; None where NVML cannot say
 
 
 def choose_devices() -> Devices:
     """`PW_PROFILE_GPUS` pins devices (bypassing the idle guard, with a warning); else NVML's idle ones."""
+    from pw.kernel_profile import nvml
+
     pinned = os.environ.get("PW_PROFILE_GPUS", "").strip()
     if pinned:
         try:
@@ -51,12 +60,23 @@ def choose_devices() -> Devices:
             raise InputError(f"PW_PROFILE_GPUS={pinned!r}: expected comma-separated device indices, e.g. 0,1") from None
         if not idx or len(set(idx)) != len(idx) or min(idx) < 0:
             raise InputError(f"PW_PROFILE_GPUS={pinned!r}: expected distinct non-negative device indices")
+        try:
+            memory = _smallest([nvml.memory_total_bytes(i) for i in idx])
+        except nvml.NvmlUnavailable:
+            memory = None  # pinned devices need no NVML; the runner then meets the limit itself
         return Devices(idx, True, [f"PW_PROFILE_GPUS={pinned} pins devices {idx} and bypasses the idle-GPU "
-                                   "guard: work there runs on top of anything else using them"])
-    from pw.kernel_profile import nvml
+                                   "guard: work there runs on top of anything else using them"],
+                       memory_bytes=memory)
+    try:
+        idle, busy = nvml.idle_devices()
+    except nvml.NvmlUnavailable as exc:
+        raise nvml.NvmlUnavailable(f"cannot find idle GPUs: {exc}; set PW_PROFILE_GPUS to pin devices "
+                                   "(and pass --gpu-name, the database key)") from None
+    return Devices(idle, False, busy=busy, memory_bytes=_smallest([nvml.memory_total_bytes(i) for i in idle]))
 
-    idle, busy = nvml.idle_devices()
-    return Devices(idle, False, busy=busy)
+
+def _smallest(sizes: list[int | None]) -> int | None:
+    return None if not sizes or None in sizes else min(sizes)  # type: ignore[type-var]
 
 
 def plan(counts: list[int], devices: Devices) -> dict[int, list[list[int]]]:
@@ -144,6 +164,7 @@ class _Slot(threading.Thread):
         proc.stdin.close()
         in_flight: int | None = None
         limit = self.settings.timeout_s + SPEC_SLACK_S + float(self.job_extra.get("duration_s", 0))
+        limit += AUTOTUNE_SLACK_S if entry_autotunes(self.entry) else 0.0
         deadline = time.monotonic() + limit
         remaining = {s.index for s in self.pending}
         answered = 0
@@ -199,8 +220,11 @@ class BatchOutcome:
     device_groups: dict[int, list[int]] = field(default_factory=dict)
 
 
-def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devices | None = None) -> BatchOutcome:
-    """Measure `specs` (arg dicts, positions are their ids) on idle GPUs; every spec gets an answer."""
+def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devices | None = None, *,
+              autotune_dir: str = "", autotune_store: bool = True) -> BatchOutcome:
+    """Measure `specs` (arg dicts, positions are their ids) on idle GPUs; every spec gets an answer.
+
+    Every worker shares `autotune_dir`, the autotune cache of the database the batch fills."""
     devices = devices or choose_devices()
     counts = [entry.gpu_count(entry.args(**a)) for a in specs]
     slots = plan(counts, devices)
@@ -230,8 +254,10 @@ def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devi
         mine = [i for i, c in enumerate(counts) if c == g]
         for group, share in zip(groups, chunk(mine, costs, len(groups))):
             if share:
-                threads.append(_Slot(entry, settings, group, [JobSpec(i, specs[i]) for i in share],
-                                     lambda line, g=group: report(line, g)))
+                slot = _Slot(entry, settings, group, [JobSpec(i, specs[i]) for i in share],
+                             lambda line, g=group: report(line, g))
+                slot.job_extra = {"autotune_dir": autotune_dir, "autotune_store": autotune_store}
+                threads.append(slot)
     # Groups of different sizes would share GPUs: run one size class after another.
     by_size: dict[int, list[_Slot]] = {}
     for t in threads:

@@ -17,17 +17,19 @@ IDLE_UTIL_PCT = 5
 IDLE_WINDOW_S = 0.3
 
 
+class NvmlUnavailable(ToolError):
+    """No NVML here; the caller adds what the user can do instead (it knows what was asked)."""
+
+
 def _nvml():
     try:
         import pynvml
     except ImportError:
-        raise ToolError("NVML is not available (no pynvml module): cannot find idle GPUs or read the GPU name; "
-                        "pass --gpu-name for read-only verbs, or set PW_PROFILE_GPUS to pin devices") from None
+        raise NvmlUnavailable("NVML is not available (no pynvml module)") from None
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:
-        raise ToolError(f"NVML did not initialise ({exc}): no NVIDIA driver here? pass --gpu-name for "
-                        "read-only verbs, or set PW_PROFILE_GPUS to pin devices") from None
+        raise NvmlUnavailable(f"NVML did not initialise ({exc}): no NVIDIA driver here?") from None
     return pynvml
 
 
@@ -75,6 +77,24 @@ def idle_devices(indices: list[int] | None = None) -> tuple[list[int], dict[int,
         else:
             busy[i] = f"{peak_mem[i] / 2**30:.1f} GiB used, {peak_util[i]}% utilization"
     return idle, busy
+
+
+def memory_total_bytes(index: int) -> int | None:
+    """The device's memory (bytes), or None where NVML does not say."""
+    nv = _nvml()
+    try:
+        return int(nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(index)).total)
+    except (nv.NVMLError, AttributeError):
+        return None
+
+
+def power_limit_w(index: int) -> float | None:
+    """The enforced power limit (W), or None where the device or a virtualisation layer hides it."""
+    nv = _nvml()
+    try:
+        return nv.nvmlDeviceGetEnforcedPowerLimit(nv.nvmlDeviceGetHandleByIndex(index)) / 1000.0
+    except nv.NVMLError:
+        return None
 
 
 def driver_version() -> str:

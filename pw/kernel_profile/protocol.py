@@ -8,11 +8,14 @@ from ledger.kernel_events import SampleStats, Telemetry
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    """The measurement rules (seed: 'Timer.cupti'), the same for every spec of a call."""
+    """The measurement rules (seed: 'Timer.cupti'), the same for every spec of a call.
+
+    The stopping rule bounds the reported time's precision (`target_rel_ci`: the relative half-width
+    of its 95% batch-means interval), not the spread of single launches (see timing.py)."""
 
     clear_l2: bool = True
     cuda_graph: bool = False
-    target_rel_stdev: float = 0.005
+    target_rel_ci: float = 0.005
     min_gpu_time_s: float = 0.5
     min_samples: int = 10
     timeout_s: float = 10.0  # per spec, timing phase; past it the row records stop_reason "timeout"
@@ -31,6 +34,8 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
     settings: Settings
     specs: list[JobSpec]
     nvml_indices: list[int] = []
+    autotune_dir: str = ""  # the autotune cache shared by every worker and run of this database
+    autotune_store: bool = True  # False for --fresh: use stored tunings, store none
     mode: str = "cache"  # or "measure": the diagnostic window of `pw kernel-profile measure`
     measure_dir: str = ""
     duration_s: float = 10.0

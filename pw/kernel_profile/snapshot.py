@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from ledger.errors import InputError
+from ledger.errors import InputError, ToolError
 
 FILES = ("request.json", "results.json", "curve.json", "job.meta.json")
 
@@ -39,15 +39,31 @@ def curve(arg_names: tuple[str, ...], metric_family: tuple[str, ...], results: l
     }
 
 
-def write(out: Path, docs: dict[str, dict]) -> list[str]:
-    """Write each file once (O_EXCL: never over an existing one) and make it read-only."""
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in FILES:
-        path = out / name
-        data = (json.dumps(docs[name], indent=2, sort_keys=False) + "\n").encode()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        written.append(str(path))
-    return written
+def write(out: Path, stored: str, docs: dict[str, dict]) -> list[str]:
+    """Write each file once (O_EXCL: never over an existing one) and make it read-only.
+
+    All four or none: a failure part-way removes what this call wrote, and the directory if this
+    call made it, and says so in one line (`stored` says what the call kept regardless).
+    """
+    made = [p for p in (out, *out.parents) if not p.exists()]
+    written: list[Path] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in FILES:
+            path = out / name
+            data = (json.dumps(docs[name], indent=2, sort_keys=False) + "\n").encode()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+            written.append(path)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+    except OSError as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
+        for d in made:  # innermost first
+            try:
+                d.rmdir()
+            except OSError:
+                break
+        raise ToolError(f"--output-dir {out}: snapshot not written ({exc.strerror}); {stored}nothing of the "
+                        "snapshot was left behind") from None
+    return [str(p) for p in written]

@@ -54,10 +54,10 @@ def measure(ctx: Context, inv: Invocation) -> Measurement:
     call = timer.prepare(inv.fn)
     per_call, per_flush, names = timer.calibrate(call)
     with nvml.Sampler(ctx.nvml_indices[0], hz=20) as sampler:
-        ns, reason = timer.samples(call, per_call, per_flush)
-    stats = sample_stats(ns, reason)
-    energy = timer.energy_j(call, stats.median_ms / 1e3, sampler)
-    t_s = stats.median_ms / 1e3
+        ns, reason, _ = timer.samples(call, per_call, per_flush)
+    stats = sample_stats(ns, reason, s)
+    energy = timer.energy_j(call, stats.mean_ms / 1e3, sampler)
+    t_s = stats.mean_ms / 1e3  # the reported time: the mean launch, whose interval the rule bounded
     prov = {
         **inv.provenance,
         **library_provenance(ctx),
@@ -66,8 +66,8 @@ def measure(ctx: Context, inv: Invocation) -> Measurement:
         "kernels": " | ".join(sorted(set(names))),
     }
     return Measurement(
-        metrics={"time_ms": stats.median_ms, "tflops": inv.flops / t_s / 1e12,
+        metrics={"time_ms": stats.mean_ms, "tflops": inv.flops / t_s / 1e12,
                  "memory_bandwidth_gbps": inv.bytes_moved / t_s / 1e9, "energy_j": energy},
-        stats=stats, telemetry=telemetry_of(sampler.rows), provenance=prov,
+        stats=stats, telemetry=telemetry_of(sampler.rows, nvml.power_limit_w(ctx.nvml_indices[0])), provenance=prov,
         device_name=torch.cuda.get_device_name(),
     )

@@ -33,8 +33,9 @@ def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: S
     import torch.distributed as dist
     from torch.profiler import ProfilerActivity, profile
 
-    from pw.kernel_profile import kineto, nvml
+    from pw.kernel_profile import kineto, nvml, precision
     from pw.kernel_profile.runners.compute import torch_dtype
+    from pw.kernel_profile.timing import converged
 
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
@@ -76,13 +77,14 @@ def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: S
         dist.all_reduce(t, op=dist.ReduceOp.MAX)  # the slowest rank bounds each invocation
         ns += [int(v) for v in t.tolist()]
         a = np.asarray(ns, dtype=np.float64)
-        if rank == 0:
-            done = (a.size >= settings.min_samples and a.sum() / 1e9 >= settings.min_gpu_time_s
-                    and a.std(ddof=1) / a.mean() <= settings.target_rel_stdev)
+        if rank == 0:  # the same rule as a compute row: the precision of the mean (timing.py)
+            prec = precision.mean_interval(ns)
+            done = converged(ns, prec, settings)
             late = _time.monotonic() - start >= settings.timeout_s
-            need = max(settings.min_gpu_time_s - a.sum() / 1e9, settings.min_gpu_time_s / 4)
+            need = max(settings.min_gpu_time_s - a.sum() / 1e9, 0.0) / max(a.mean() / 1e9, 1e-7)
+            more = min(precision.samples_needed(len(ns), prec.rel_half_width, settings.target_rel_ci), len(ns))
             decision[0] = 1.0 if done else (2.0 if late else 0.0)
-            decision[1] = min(20000, max(settings.min_samples, math.ceil(need / max(a.mean() / 1e9, 1e-7))))
+            decision[1] = min(20000, max(settings.min_samples, math.ceil(max(need, more))))
         dist.broadcast(decision, 0)
         if decision[0] > 0:
             reason = "converged" if decision[0] == 1.0 else "timeout"
@@ -105,7 +107,8 @@ def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: S
     dist.all_reduce(energy)
     if rank == 0:
         queue.put({"ns": ns, "reason": reason, "energy_j": float(energy.item()) / reps, "window_s": elapsed,
-                   "rows": sampler.rows, "per_call": per_call, "device_name": torch.cuda.get_device_name(),
+                   "rows": sampler.rows, "power_limit_w": nvml.power_limit_w(nvml_indices[rank]),
+                   "per_call": per_call, "device_name": torch.cuda.get_device_name(),
                    "nccl": ".".join(map(str, torch.cuda.nccl.version()))})
     dist.destroy_process_group()
 
@@ -136,8 +139,8 @@ def all_reduce(ctx: Context, *, message_size_bytes: int, num_gpus: int, dtype: s
                 raise RuntimeError("all_reduce ranks exited without an answer")
     while not procs.join():
         pass
-    stats: SampleStats = sample_stats(got["ns"], got["reason"])
-    t_s = stats.median_ms / 1e3
+    stats: SampleStats = sample_stats(got["ns"], got["reason"], ctx.settings)
+    t_s = stats.mean_ms / 1e3
     algbw = message_size_bytes / t_s / 1e9
     prov = {
         "algorithm": f"torch.distributed.all_reduce SUM, NCCL {got['nccl']} (its own algorithm choice)",
@@ -148,6 +151,7 @@ def all_reduce(ctx: Context, *, message_size_bytes: int, num_gpus: int, dtype: s
         **library_provenance(ctx),
     }
     return Measurement(
-        metrics={"time_ms": stats.median_ms, "algbw_gbps": algbw, "busbw_gbps": algbw * busbw_factor(num_gpus),
+        metrics={"time_ms": stats.mean_ms, "algbw_gbps": algbw, "busbw_gbps": algbw * busbw_factor(num_gpus),
                  "message_size_bytes": float(message_size_bytes), "energy_j": got["energy_j"]},
-        stats=stats, telemetry=telemetry_of(got["rows"]), provenance=prov, device_name=got["device_name"])
+        stats=stats, telemetry=telemetry_of(got["rows"], got["power_limit_w"]), provenance=prov,
+        device_name=got["device_name"])

@@ -15,14 +15,21 @@ def _gen(seed: int):
     return g
 
 
-def single_gemm(ctx: Context, *, m: int, n: int, k: int, dtype: str):
+def gemm_inputs(m: int, n: int, k: int, dtype: str):
+    """A (m x k) and B (k x n) drawn from torch.randn (cuda Generator seed 0), and C (m x n) empty."""
     import torch
 
     dt = torch_dtype(dtype)
     g = _gen(0)
     a = torch.randn(m, k, device="cuda", dtype=dt, generator=g)
     b = torch.randn(k, n, device="cuda", dtype=dt, generator=g)
-    out = torch.empty(m, n, device="cuda", dtype=dt)
+    return a, b, torch.empty(m, n, device="cuda", dtype=dt)
+
+
+def single_gemm(ctx: Context, *, m: int, n: int, k: int, dtype: str):
+    import torch
+
+    a, b, out = gemm_inputs(m, n, k, dtype)
 
     def check():
         # An independent fp64 oracle on a corner block: catches a wrong layout or dtype path.
