@@ -374,6 +374,31 @@ class HybridPrepared(Payload, frozen=True):
     patch_sha256: str | None = None
 
 
+class ClaimChecked(Payload, frozen=True):
+    """The agent's mechanism text is its claim: kept for audit, read by no gate. ``findings`` are where
+    the changed code does not show what the claim names (``pw.agent.source.claims``), for the report."""
+
+    TYPE = "ClaimChecked"
+    id: str
+    attempt: int
+    claim: str
+    findings: list[str] = []
+
+
+class UnprofiledCompared(Payload, frozen=True):
+    """`pw confirm`'s pairs without a profiler (the TimingRecorded of purpose "unprofiled" at
+    ``timing_seq``): their speedup (geometric mean, 95% t-interval), and whether it disagrees with the
+    profiled verdict beyond both intervals (a finding for the report; no gate reads it)."""
+
+    TYPE = "UnprofiledCompared"
+    id: str
+    timing_seq: int
+    pairs: int
+    speedup: float
+    interval: list[float]
+    disagrees: bool
+
+
 class AttemptAbandoned(Payload, frozen=True):
     """An evaluation attempt that was interrupted before its verdict and will not be continued (its
     workspace was edited since): it is closed, and the next `pw evaluate` starts a new attempt."""
@@ -685,6 +710,8 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         FaultRecorded,
         TimingRecorded,
         HybridPrepared,
+        ClaimChecked,
+        UnprofiledCompared,
         AttemptAbandoned,
         RoutingDecided,
         ProfileCaptured,

@@ -131,14 +131,25 @@ def _plan_3(doc: Any) -> bool:
     return True
 
 
+def _report_3(doc: Any) -> bool:
+    """Format 3's candidates had no claim findings and no unprofiled pairs."""
+    cands = doc.get("candidates") if isinstance(doc, dict) else None
+    if not isinstance(cands, list) or not all(isinstance(c, dict) and c.get("findings") == []
+                                              and c.get("unprofiled") is None for c in cands):
+        return False
+    for c in cands:
+        del c["findings"], c["unprofiled"]
+    return True
+
+
 STEPS: dict[int, Step] = {
     2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
             "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
             {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
              "report.json": _json(_report_1)}),
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
-    4: Step("a metric that is one operation's cost (experiment-plan.json)",
-            {"experiment-plan.json": _json(_plan_3)}),
+    4: Step("a metric that is one operation's cost (experiment-plan.json); claim findings and unprofiled pairs "
+            "(report.json)", {"experiment-plan.json": _json(_plan_3), "report.json": _json(_report_3)}),
 }
 
 

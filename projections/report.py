@@ -37,6 +37,10 @@ class CandidateReport(msgspec.Struct, frozen=True):
     # identical executable's evidence ("perf from baseline").
     diagnosis: dict[str, Any] | None = None
     reused: list[str] = []
+    # Where the changed code does not show what the agent's mechanism text claims (a finding, no gate).
+    findings: list[str] = []
+    # `pw confirm`'s pairs without a profiler: the speedup the user sees, beside the profiled one.
+    unprofiled: dict[str, Any] | None = None
 
 
 class ReportDoc(msgspec.Struct, frozen=True):
@@ -93,8 +97,18 @@ def _candidates(state: RunState) -> list[CandidateReport]:
             diagnosis=(c.gates.inputs.get("diagnosis") if c.gates else None),
             reused=[f"{cap.adapter} from {cap.reused_from}" for key, cap in sorted(state.captures.items())
                     if cap.target == cid and cap.reused_from],
+            findings=list(c.claim.findings) if c.claim is not None else [],
+            unprofiled=_unprofiled(state, cid, v.interval if v else None),
         ))
     return out
+
+
+def _unprofiled(state: RunState, cid: str, profiled: list[float] | None) -> dict[str, Any] | None:
+    """`pw confirm`'s comparison of the candidate without a profiler (``UnprofiledCompared``)."""
+    u = next((u for u in reversed(state.unprofiled) if u.id == cid), None)
+    if u is None:
+        return None
+    return {"pairs": u.pairs, "speedup": u.speedup, "interval": list(u.interval), "disagrees": u.disagrees}
 
 
 def _fmt_diagnosis(d: dict[str, Any]) -> str:
@@ -215,6 +229,14 @@ def render_markdown(doc: ReportDoc) -> str:
             lines += ["", f"Diagnosis reprofile: {_fmt_diagnosis(c.diagnosis)}"]
         if c.reused:
             lines += ["", f"Profile evidence reused (byte-identical executable): {', '.join(c.reused)}"]
+        if c.findings:
+            lines += ["", "Finding (the agent's claim against its patch; no gate reads it): " + "; ".join(c.findings)]
+        if c.unprofiled:
+            u = c.unprofiled
+            said = (" **This disagrees with the profiled campaign beyond both intervals: a finding.**"
+                    if u["disagrees"] else "")
+            lines += ["", f"Without a profiler (`pw confirm`, {u['pairs']} pairs): {u['speedup']:.3g}x "
+                          f"[{u['interval'][0]:.3g}, {u['interval'][1]:.3g}].{said}"]
         if c.speedup is not None:
             lines += ["", f"![paired samples of {c.id}](plots/paired-{c.id}.png)"]
     lines += ["", "## Winner", ""]

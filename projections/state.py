@@ -37,6 +37,7 @@ class CandidateState(msgspec.Struct, frozen=True):
     # After a verified verdict: where the time goes in this candidate now (the refreshed brief).
     brief: ev.BriefEmitted | None = None
     source_targets: ev.SourceTargetsEmitted | None = None
+    claim: ev.ClaimChecked | None = None  # the latest attempt's claim, checked against its patch
 
 
 class RunState(msgspec.Struct, frozen=True):
@@ -58,6 +59,7 @@ class RunState(msgspec.Struct, frozen=True):
     stages: dict[str, str] = {}
     repairs: tuple[ev.LedgerRepaired, ...] = ()
     notes: tuple[str, ...] = ()
+    unprofiled: tuple[ev.UnprofiledCompared, ...] = ()
     event_counts: dict[str, int] = {}
 
 
@@ -83,6 +85,7 @@ _APPENDS: dict[type, tuple[str, Any]] = {
     ev.TimingRecorded: ("timings", lambda d: d),
     ev.LedgerRepaired: ("repairs", lambda d: d),
     ev.Note: ("notes", lambda d: d.text),
+    ev.UnprofiledCompared: ("unprofiled", lambda d: d),
 }
 
 
@@ -133,6 +136,8 @@ def _apply(state: RunState, env: Envelope) -> RunState:
             return _candidate(state, data.id, verdict=data, failed_attempts=failed)
         case ev.WinnerConfirmed():
             return _candidate(state, data.id, confirmation=data)
+        case ev.ClaimChecked():
+            return _candidate(state, data.id, claim=data)
         case ev.StageCompleted():
             return replace(state, stages=_with(state.stages, data.stage, data.inputs_sha256))
     if env.type in _IGNORED:

@@ -71,6 +71,10 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         roof = (f"; roofline: {g['bound']}-bound, kernel ceiling {g['kernel_ceiling']:.1f}x, "
                 f"program {g['program_ceiling']:.2f}x") if g.get("kernel_ceiling") and g.get("program_ceiling") else ""
         lines.append(BriefLine(f"Limiter of {g['kernel']} (ncu): {g['limiter']}{roof}", 0))
+    if n.get("beside"):  # the hotspot sets up the data: name what the user may want judged instead
+        b = n["beside"]
+        lines.append(BriefLine(f"Beside it: {b['name']} = {_pct(b['share'])}; the hotspot looks like set-up: to judge "
+                               f"campaigns on {b['name']}'s own cost, `pw start --operation {b['name']}`", 1))
     split = n.get("time_split") or {}
     if split.get("kernel", 0.0) >= KERNEL_FINDING:  # a finding, never the hotspot: said, kept short
         causes = sorted(((v, c) for c, v in split.get("kernel_causes", {}).items() if c != "other"), reverse=True)
@@ -110,8 +114,8 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
     lines += [
         BriefLine(
             f"Verified needs all 6 gates: correctness (oracle{'+holdouts' if n.get('holdouts') else ''}), "
-            "significance (>=5 pairs, 95% CI>1.01), mechanism (hotspot shrink explains the saving, rest unchanged), "
-            "no collateral, attribution, reproducible.",
+            "significance (>=5 pairs, 95% CI>1.01), mechanism (the hotspot's part, changed code included, carries "
+            ">50% of the saving in the same runs), no collateral, attribution, reproducible.",
             0,
         ),
         BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate "

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import msgspec
+import numpy as np
 
 from ledger import events as ev
 from ledger.errors import RejectedCommand, WorkloadError
@@ -90,10 +91,13 @@ def _campaign(handle: RunHandle, state: RunState, cid: str, target: execute.Targ
     return handle.record(state, [result.timing, *merged_profiles(handle.evidence, result.timing)])
 
 
-def _unprofiled(handle: RunHandle, state: RunState, cid: str, target: execute.Target, progress
-                ) -> tuple[RunState, float | None]:
-    """UNPROFILED_PAIRS pairs without a profiler (read by no gate; the report shows them)."""
+def _unprofiled(handle: RunHandle, state: RunState, cid: str, target: execute.Target, verdict_interval,
+                progress) -> tuple[RunState, float | None]:
+    """UNPROFILED_PAIRS pairs without a profiler, and their comparison with the profiled verdict
+    (recorded; read by no gate, shown in the report)."""
     import math
+
+    from pw.stats.paired import t_interval_log
 
     contract = state.run.contract
     reference = reference_target(handle, state, state.candidates[cid])
@@ -109,14 +113,26 @@ def _unprofiled(handle: RunHandle, state: RunState, cid: str, target: execute.Ta
     if result.failure is not None:
         return handle.record(state, [result.failure]), None
     t = result.timing
-    ratios = [math.log(b / c) for b, c in zip(t.samples[reference.label], t.samples[cid]) if b > 0 and c > 0]
-    return handle.record(state, [t]), (round(math.exp(sum(ratios) / len(ratios)), 6) if ratios else None)
+    state = handle.record(state, [t])
+    d = [math.log(b / c) for b, c in zip(t.samples[reference.label], t.samples[cid]) if b > 0 and c > 0]
+    if len(d) < 2:
+        return state, None
+    m, _sd, lo, hi = (float(x) for x in t_interval_log(np.asarray(d), 0.95))
+    est, low, high = math.exp(m), math.exp(lo), math.exp(hi)
+    disagrees = False
+    if verdict_interval:
+        centre = math.sqrt(verdict_interval[0] * verdict_interval[1])
+        disagrees = not (verdict_interval[0] <= est <= verdict_interval[1]) and not (low <= centre <= high)
+    state = handle.record(state, [ev.UnprofiledCompared(id=cid, timing_seq=state.head.seq, pairs=len(d),
+                                                        speedup=round(est, 6), interval=[round(low, 6), round(high, 6)],
+                                                        disagrees=disagrees)])
+    return state, round(est, 6)
 
 
 def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str], None] = lambda _m: None) -> ConfirmResult:
     check_id(cid)
-    with evaluation_lock(handle, cid):
-        state = handle.state()
+    with evaluation_lock(handle, cid), handle.stage():
+        state = handle.refresh()
         cand = state.candidates.get(cid)
         if cand is None or cand.verdict is None:
             raise RejectedCommand(f"candidate {cid!r} has no evaluation to confirm; run `pw evaluate {handle.path} {cid}` first")
@@ -134,7 +150,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
             state = diagnosis.diagnose(handle, state, target, progress, reuse=not fresh)
             state = diagnosis.gpu_counters(handle, state, target, progress)
             reprofiled = state.head.seq > before
-        j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
+        j = judge_recorded(handle.events(), cid, handle.evidence)
         confirmed = ev.WinnerConfirmed(
             id=cid, fresh=needs_campaign, status=j.verdict.status, reasons=j.verdict.reasons,
             speedup=j.verdict.speedup, interval=j.verdict.interval, timing_seq=j.evaluated.timing_seq,
@@ -144,7 +160,7 @@ def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str
         if needs_campaign or reprofiled:  # new evidence gets its own gate record, so audit can recompute it
             batch = [j.gates, confirmed]
         state = handle.record(state, batch)
-        state, unprofiled = _unprofiled(handle, state, cid, target, progress)
+        state, unprofiled = _unprofiled(handle, state, cid, target, j.verdict.interval, progress)
         return ConfirmResult(
             id=cid, fresh=needs_campaign, launched=needs_campaign, status=confirmed.status, reasons=confirmed.reasons,
             speedup=confirmed.speedup, interval=confirmed.interval, gates=j.gates.gates, reprofiled=reprofiled,

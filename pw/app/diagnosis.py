@@ -70,7 +70,7 @@ def diagnosis_adapter(handle, state, discovery: str, progress=lambda _m: None) -
     if not answered:
         return None
     runtime = baseline_runtime(state)
-    overheads = factors_for(handle.path, runtime, handle.ledger.events())  # other runs' and this run's captures
+    overheads = factors_for(handle.path, runtime, handle.events())  # other runs' and this run's captures
     chosen, why = routing.reprofile_adapters(discovery, answered[-1], runtime, installed_specs(), overheads)
     if answered[-1] not in chosen:
         progress(f"no {answered[-1]} reprofile: {why}")

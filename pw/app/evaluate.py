@@ -20,6 +20,7 @@ import msgspec
 from ledger import events as ev
 from ledger.errors import InputError, RejectedCommand, WorkloadError
 from projections.state import RunState
+from pw.agent.source.claims import claim_findings
 from pw.app import campaign, diagnosis, hybrid, profiled, timing_blocks
 from pw.app.judging import judge_candidate
 from pw.app.resume import Attempt, attempt_in_progress, evaluation_lock
@@ -86,8 +87,8 @@ def evaluate(
     max_time_s: float | None = None,
 ) -> EvaluateResult:
     candidates.check_id(cid)
-    with evaluation_lock(handle, cid):
-        state, found = attempt_in_progress(handle, handle.state(), cid)
+    with evaluation_lock(handle, cid), handle.stage():
+        state, found = attempt_in_progress(handle, handle.refresh(), cid)
         if found is not None:
             return _continue(handle, state, cid, found, progress, max_pairs=max_pairs, max_time_s=max_time_s)
         cand, attempt = candidates.decide_evaluate(state, cid)
@@ -99,10 +100,13 @@ def evaluate(
         tree = diffing.diff_against_manifest(handle.evidence, cand.prepared.parent_manifest_sha256, ws, files)
         patch_sha = handle.evidence.put(tree.patch)  # the projections copy it to variants/<id>.patch
         refused = candidates.refused_edits(tree.changed, state.run.contract)
+        claim = cand.prepared.mechanism
+        findings = claim_findings(claim, profiled.parent_files(handle, cand.prepared.parent_manifest_sha256),
+                                  profiled.tree_files(ws, files), tree.patch)
         state = handle.record(state, [ev.CandidateDiffRecorded(
             id=cid, attempt=attempt, patch_sha256=patch_sha, changed=tree.changed, refused=refused,
             source_sha256=workspace.tree_digest(ws, files),
-        )])
+        ), ev.ClaimChecked(id=cid, attempt=attempt, claim=claim, findings=findings)])
         if refused:
             return _judged(handle, state, cid, attempt, progress)
         step = Attempt(cid=cid, attempt=attempt, recorded=frozenset({"diff"}))
@@ -154,6 +158,7 @@ def _continue(handle: RunHandle, state: RunState, cid: str, step: Attempt, progr
     if why is not None:
         progress(f"timing skipped: {why}")
         return _judged(handle, state, cid, step.attempt, progress, resumed)
+    handle.materialize(state)  # the campaign is the long stage: what came before is written out first
     if "timing" not in step.recorded:
         state = _time(handle, state, cid, step.attempt, target, reference, fresh, progress,
                       max_pairs=max_pairs, max_time_s=max_time_s)
@@ -324,8 +329,8 @@ def more(
     from pw.rules import stopping
 
     candidates.check_id(cid)
-    with evaluation_lock(handle, cid):
-        state = handle.state()
+    with evaluation_lock(handle, cid), handle.stage():
+        state = handle.refresh()
         cand, seq, timing = _continuable(handle, state, cid)
         contract = state.run.contract
         done = len(timing.samples[timing.targets[0]])
@@ -382,7 +387,7 @@ def _continuable(handle: RunHandle, state: RunState, cid: str):
     cand = state.candidates.get(cid)
     if cand is None or cand.verdict is None or cand.diff is None:
         raise RejectedCommand(f"candidate {cid!r} has no evaluation to continue; run `pw evaluate {handle.path} {cid}`")
-    items = [(e.seq, e.data) for e in handle.ledger.events()]
+    items = [(e.seq, e.data) for e in handle.events()]
     last = None
     for s, d in items:
         if isinstance(d, ev.CandidateDiffRecorded) and d.id == cid:

@@ -21,7 +21,7 @@ def judge_recorded(envelopes: list[ev.Envelope], cid: str, evidence: EvidenceSto
 def judge_candidate(handle, cid: str) -> list[ev.Payload]:
     """The judgement batch for the candidate's latest attempt; its profile diff kept as evidence
     (the projections copy it to candidates/<id>/profile/profile-diff.json)."""
-    j = judge_recorded(handle.ledger.events(), cid, handle.evidence)
+    j = judge_recorded(handle.events(), cid, handle.evidence)
     if j.profile_diff is not None:
         handle.evidence.put(j.profile_diff)
     return [j.evaluated, j.gates, j.verdict]

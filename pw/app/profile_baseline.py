@@ -394,6 +394,11 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         # Point the agent at the hot ranges first.
         focus_files = [t.file for t in located.targets if t.editable]
         numbers["editable"] = sorted(set(editable), key=lambda f: (f not in focus_files, f))
+    beside = largest_beside(discovery, hot, set(editable))
+    if beside is not None and contract.metric.kind != "operation":
+        numbers["beside"] = beside
+    if contract.metric.kind == "operation":
+        numbers["metric"] = f"{contract.metric.operation} time"
     numbers.update(extra or {})
     if label != "baseline":
         numbers["slices_dir"] = slices_dir
@@ -406,6 +411,26 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     out.append(ev.BriefEmitted(target=label, text=text, tokens=tokens, tokenizer=TOKENIZER,
                                numbers=numbers, view=view, costs=costs))
     return out
+
+
+# A hotspot whose name says it sets up the data: the run's cost is not what the user optimises.
+_SET_UP = re.compile(r"(?:^|_)(?:init|initiali[sz]e|setup|set_up|fill|load|read|generate|gen|rand|random|alloc|"
+                     r"prepare|populate)(?:_|$|[A-Z0-9])", re.IGNORECASE)
+
+
+def largest_beside(profile: Profile, hot, editable: set[str]) -> dict | None:
+    """When the hotspot looks like initialisation (``_SET_UP``), the largest other function of an
+    editable file (at least 5% of the profile): what the user may rather judge a campaign on."""
+    if not _SET_UP.search(hot.name):
+        return None
+    metric = profile.primary_metric
+    total = profile.totals.get(metric, 0.0)
+    others = [o for o in profile.operations if o.id != hot.operation and o.file in editable]
+    if not others or total <= 0:
+        return None
+    best = max(others, key=lambda o: (o.self_metrics.get(metric, 0.0), o.id))
+    share = best.self_metrics.get(metric, 0.0) / total
+    return {"name": best.name, "share": round(share, 6)} if share >= 0.05 else None
 
 
 def _time_split(state, discovery: Profile) -> dict:

@@ -63,7 +63,7 @@ def evaluation_lock(handle: RunHandle, cid: str):
 def _stages(handle: RunHandle, cid: str, diff_seq: int) -> tuple[set[str], list[list[str]], bool]:
     """(stages recorded after the attempt's diff, its holdout inputs, whether a verdict closed it)."""
     recorded, holdouts, judged = {"diff"}, [], False
-    for e in handle.ledger.events():
+    for e in handle.events():
         if e.seq <= diff_seq:
             continue
         d = e.data
@@ -108,7 +108,7 @@ def attempt_in_progress(handle: RunHandle, state: RunState, cid: str) -> tuple[R
 
 def _seq_of_diff(handle: RunHandle, cid: str, attempt: int) -> int | None:
     found = None
-    for e in handle.ledger.events():
+    for e in handle.events():
         if isinstance(e.data, ev.CandidateDiffRecorded) and e.data.id == cid and e.data.attempt == attempt:
             found = e.seq
     return found

@@ -1,13 +1,20 @@
 """The application layer: a run directory with its ledger, evidence store and projections.
 
 Load, fold, decide, append, materialize: every write of a run goes through `RunHandle.record`.
+
+One fold per command: the handle reads and folds the ledger once, the first time a command asks
+(``events``, ``state``), and keeps both current with its own appends (a fold of the new events only),
+so the workflows, the judge and the resume logic share one copy instead of reading the file again.
+Another writer's append is still noticed: the ledger's expected-seq check refuses a stale append
+(``ConcurrencyError``). Projections are rewritten once per stage (``stage``), not after every append.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
-from ledger.events import Payload
+from ledger.events import Envelope, Payload
 from ledger.evidence import EvidenceStore
 from ledger.store import Ledger
 from projections import state
@@ -20,23 +27,66 @@ class RunHandle:
         self.path = path
         self.ledger = Ledger(path / "ledger.jsonl")
         self.evidence = EvidenceStore(path / "raw")
+        self._events: list[Envelope] | None = None
+        self._state: state.RunState | None = None
+        self._deferred = 0
+        self._stale = False
+        self.reads = 0  # how many times this handle read and folded the whole ledger (benchmarks/ledger.py)
+
+    def events(self) -> list[Envelope]:
+        """Every event of the run, read once per handle and kept current with its own appends."""
+        if self._events is None:
+            self._events = self.ledger.events()
+            self._state = state.fold(self._events)
+            self.reads += 1
+        return self._events
 
     def state(self) -> state.RunState:
-        return state.fold(self.ledger.read())
+        self.events()
+        return self._state  # type: ignore[return-value]
+
+    def refresh(self) -> state.RunState:
+        """Read and fold the ledger again (after another process may have appended)."""
+        self._events = None
+        return self.state()
 
     def record(self, current: state.RunState, payloads: list[Payload], *, actor: str = "cli",
                key: str | None = None) -> state.RunState:
         """Append events decided against `current` (stale state -> ConcurrencyError), then rewrite
-        the projections. Returns the new state."""
+        the projections (at the end of the stage, inside ``stage``). Returns the new state."""
         if not payloads:
             return current
         envelopes = self.ledger.append(payloads, expected_seq=current.head.seq, actor=actor, key=key)
         if diagnostics.debugging():
             diagnostics.log().debug("appended", run=self.path.name, seq=f"{envelopes[0].seq}-{envelopes[-1].seq}",
                                     types=",".join(e.type for e in envelopes))
-        new_state = state.fold(envelopes, current) if envelopes[0].seq == current.head.seq + 1 else self.state()
-        self.materialize(new_state)
+        if envelopes[0].seq == current.head.seq + 1:
+            new_state = state.fold(envelopes, current)
+            if self._events is not None and self._state is not None and self._state.head.seq == current.head.seq:
+                self._events = self._events + list(envelopes)
+                self._state = new_state
+            else:
+                self._events = None  # an idempotent re-send returned older events: read again when asked
+        else:
+            new_state = self.refresh()
+        if self._deferred:
+            self._stale = True
+        else:
+            self.materialize(new_state)
         return new_state
+
+    @contextlib.contextmanager
+    def stage(self):
+        """Appends inside write the projections once, when the (outermost) stage ends, even when it
+        fails: what was appended is on disk either way."""
+        self._deferred += 1
+        try:
+            yield
+        finally:
+            self._deferred -= 1
+            if not self._deferred and self._stale:
+                self._stale = False
+                self.materialize(self.state())
 
     def materialize(self, run_state: state.RunState) -> None:
         """Bring the projection files up to the ledger (under the run's projection lock)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 
 from ledger import events as ev
-from ledger.contract import Contract
+from ledger.contract import Contract, Metric
 from ledger.errors import (
     DiskError,
     InputError,
@@ -53,6 +53,9 @@ class StartOptions(msgspec.Struct, frozen=True):
     runs_dir: str = "runs"
     baseline_runs: int = BASELINE_RUNS
     profile: bool = True
+    # Judge every campaign on this function's or kernel's own cost (a metric of kind "operation"),
+    # whatever the manifest's metric says.
+    operation: str | None = None
 
 
 class StartResult(msgspec.Struct, frozen=True):
@@ -120,6 +123,11 @@ def create_run(opts: StartOptions, progress: Progress) -> RunHandle:
     progress("reading the workload contract")
     try:  # a file or folder this user may not read is refused now, by name, not when a build fails
         contract, manifest_sha, inferred, decisions = _load_contract(workload)
+        if opts.operation:
+            if not opts.operation.replace("_", "").replace(":", "").isalnum():
+                raise InputError(f"--operation {opts.operation!r}: expected the name of a function or kernel")
+            contract = msgspec.structs.replace(contract, metric=Metric(kind="operation", operation=opts.operation))
+            decisions = [*decisions, f"metric: {opts.operation}'s own cost in every timed run's profile (--operation)"]
         runs_dir = _writable_runs_dir(Path(opts.runs_dir))
         src_root = workload / contract.source.root
         files = workspace.source_files(src_root, exclude=list(contract.source.exclude), skip=(runs_dir,))

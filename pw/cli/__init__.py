@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repairs", type=int, default=7, metavar="N", help="repair budget per candidate (default 7)")
     p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default runs/)")
     p.add_argument("--no-profile", action="store_true", help="stop after the baseline timing")
+    p.add_argument("--operation", metavar="NAME",
+                   help="judge every campaign on this function's or kernel's own cost (whole-process time "
+                        "becomes the collateral check)")
 
     p = _verb(sub, "prepare", "make candidate workspaces for the agent to edit")
     p.add_argument("--candidate", action="append", required=True, metavar="ID:PARENT:MECHANISM",

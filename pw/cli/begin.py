@@ -38,6 +38,7 @@ def start(args) -> int:
         repairs=args.repairs,
         runs_dir=args.runs_dir,
         profile=not args.no_profile,
+        operation=args.operation,
     )
     with progress_reporter(not args.json) as progress:
         result = run_start(opts, progress)

@@ -276,7 +276,7 @@ def _mechanism(i: GateInputs, rs: RuleSet) -> GateResult:
             failures.append(failure + beyond)
     else:
         hot = hotspot_fraction(p)
-        what = "the hotspot's code" + (" and the code the candidate changed" if p.changed_functions or p.beyond else "")
+        what = "the hotspot's code" + (" with the code the candidate changed outside it" if p.beyond else "")
         failure, text = _judge_fraction(hot, what)
         if p.hybrid_status.startswith("coupled"):
             text += f" (no hybrid arm: {p.hybrid_status}; judged by changed-code attribution alone)"
