@@ -27,7 +27,7 @@ import msgspec
 
 from ledger.contract import Profiling
 
-FORMAT = 3
+FORMAT = 4
 
 Downgrade = Callable[[bytes], bytes | None]
 
@@ -117,12 +117,26 @@ def _preflight_2(doc: Any) -> bool:
     return True
 
 
+# --- 4 -> 3: what each actor was handed (cost.json `actors`, `total`; issue 30) --------------------
+
+
+def _cost_3(doc: Any) -> bool:
+    """Format 3's cost.json had only the current brief's `tokens`: dropping the per-actor record
+    loses nothing format 3 said. A cost.json without a brief (only imports or views) was never
+    written by format 3."""
+    if not isinstance(doc, dict) or "actors" not in doc or "total" not in doc or not doc.get("tokens"):
+        return False
+    del doc["actors"], doc["total"]
+    return True
+
+
 STEPS: dict[int, Step] = {
     2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
             "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
             {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
              "report.json": _json(_report_1)}),
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
+    4: Step("what each actor was handed (cost.json actors and total)", {"cost.json": _json(_cost_3)}),
 }
 
 

@@ -32,6 +32,7 @@ VERBS: dict[str, str] = {
     "repair": "pw.cli.upkeep:repair",
     "validate": "pw.cli.upkeep:validate",
     "kernel-profile": "pw.cli.kernel_cache:kernel_profile",
+    "import": "pw.cli.imports:import_verb",
 }
 
 
@@ -68,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repairs", type=int, default=7, metavar="N", help="repair budget per candidate (default 7)")
     p.add_argument("--runs-dir", default="runs", metavar="DIR", help="where run directories go (default runs/)")
     p.add_argument("--no-profile", action="store_true", help="stop after the baseline timing")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="TOOL=PATH",
+                   help="after start, import a pre-captured profile of a tool that does not run here "
+                        "(hpctoolkit, gvprof, drgpum, gpa); repeatable; same as `pw import`")
 
     p = _verb(sub, "prepare", "make candidate workspaces for the agent to edit")
     p.add_argument("--candidate", action="append", required=True, metavar="ID:PARENT:MECHANISM",
@@ -124,6 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _verb(sub, "validate", "check a run file or profileweaver.json against its schema", run=False)
     p.add_argument("file", metavar="FILE")
+
+    p = _verb(sub, "import", "import pre-captured profiles of tools that do not run here (partial children)")
+    p.add_argument("artifacts", nargs="+", metavar="TOOL=PATH",
+                   help="TOOL: hpctoolkit (database dir), gvprof (redundancy CSVs), drgpum (memory_liveness/), "
+                        "gpa (gpa.advice)")
+    p.add_argument("--target", default="baseline", metavar="ID",
+                   help="what was profiled: baseline (default) or a prepared candidate")
 
     from pw.cli.kernel_cache import add_parser as add_kernel_profile  # argparse only; no heavy imports
 
