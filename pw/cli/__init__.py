@@ -101,8 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _verb(sub, "inspect", "one bounded diagnostic view (profile, lines, mechanisms, routing, ...)")
     p.add_argument("--section", default="profile",
                    choices=("profile", "lines", "mechanisms", "facts", "routing", "timing", "gates", "diff", "slices",
-                            "ncu"))
-    p.add_argument("--candidate", metavar="ID", help="a candidate's view (gates, timing, diff)")
+                            "ncu", "imports"))
+    p.add_argument("--candidate", metavar="ID", help="a candidate's view (gates, timing, diff, ncu: its delta "
+                   "against its parent and the baseline, profile, imports)")
     p.add_argument("--group", metavar="G", help="only items mentioning G (e.g. a function or metric); with "
                    "--section ncu: memory, compute, occupancy, stalls, rules or roofline")
     p.add_argument("--format", choices=("text", "json", "speedscope"), default="text",
