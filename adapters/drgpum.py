@@ -26,8 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from adapters.base import AdapterSpec
-from adapters.partial import PartialAdapter, gate_limits, text_of
+from adapters.partial import PartialAdapter, partial_spec, text_of
 from ledger.errors import InputError
 from ledger.profile import Operation, Profile
 
@@ -40,20 +39,10 @@ _OP = re.compile(r"^op_id:\s*(\d+),\s*([A-Z]+)\s*(-?\d+)\s*$")
 _LIVE = re.compile(r"^\[(\d+)\]:\s*(.*)$")
 _USE = re.compile(r"(\d+)\((\d+)\)")
 
-SPEC = AdapterSpec(
-    name="drgpum",
-    tool="drgpum",
-    measures=["allocated_bytes", "unaccessed_bytes", "device_peak_bytes", "device_min_peak_bytes"],
-    granularity=["process"],
-    phases=["diagnosis"],
-    targets=["cuda"],
-    can_reprofile=False,
-    partial=True,
-    overhead_factor=0.0,
-    setup_s=0.1,
-    cost_note="import only: parsing memory_liveness/ takes milliseconds; DrGPUM's capture happened elsewhere",
-    gate_limits=gate_limits(time_metric=False),
-)
+SPEC = partial_spec(
+    "drgpum", "drgpum", measures=["allocated_bytes", "unaccessed_bytes", "device_peak_bytes", "device_min_peak_bytes"],
+    granularity=["process"], targets=["cuda"], setup_s=0.1, time_metric=False,
+    cost_note="import only: parsing memory_liveness/ takes milliseconds; DrGPUM's capture happened elsewhere")
 
 
 class DrgpumAdapter(PartialAdapter):

@@ -33,8 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from adapters.base import AdapterSpec
-from adapters.partial import PartialAdapter, gate_limits, read_bytes, relative_by_suffix, text_of
+from adapters.partial import PartialAdapter, partial_spec, read_bytes, relative_by_suffix, text_of
 from ledger.errors import InputError
 from ledger.profile import LineCost, Operation, Profile
 
@@ -47,21 +46,11 @@ _HOT = re.compile(r"^(?:\d+\.\s*)?Hot (?P<blame>.+?) code, ratio (?P<ratio>[\d.]
 _FROM_TO = re.compile(r"^(?:From|To) .* at (?P<file>.+):(?P<decl>\d+)\s*$")
 _ADDR = re.compile(r"^0x[0-9a-fA-F]+ at Line (?P<line>\d+)")
 
-SPEC = AdapterSpec(
-    name="gpa",
-    tool="gpa",
-    measures=["advice_stall_ratio", "advice_estimated_speedup"],
-    granularity=["kernel", "line"],
-    phases=["diagnosis"],
-    targets=["cuda"],
-    can_reprofile=False,
-    partial=True,
-    overhead_factor=0.0,
-    setup_s=0.1,
+SPEC = partial_spec(
+    "gpa", "gpa", measures=["advice_stall_ratio", "advice_estimated_speedup"], granularity=["kernel", "line"],
+    targets=["cuda"], setup_s=0.1, time_metric=False,
     cost_note="import only: parsing gpa.advice takes milliseconds; GPA's capture and analysis happened elsewhere",
-    gate_limits=gate_limits(time_metric=False) | {
-        "attribution": "its ratios and speedups are a model's estimates, not measurements"},
-)
+    more_limits={"attribution": "its ratios and speedups are a model's estimates, not measurements"})
 
 
 @dataclass

@@ -26,8 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from adapters.base import AdapterSpec
-from adapters.partial import PartialAdapter, gate_limits, read_bytes, text_of
+from adapters.partial import PartialAdapter, partial_spec, read_bytes, text_of
 from ledger.errors import InputError
 from ledger.profile import Operation, Profile
 
@@ -42,21 +41,11 @@ TOTAL = "redundant_accesses_count"
 ACCESSES = "monitored_accesses_count"
 SUMMARY_HEADER = "redundant_access_count,total_access_count,redundancy_rate"
 
-SPEC = AdapterSpec(
-    name="gvprof",
-    tool="gvprof",
-    measures=[TOTAL, *KINDS.values(), ACCESSES],
-    granularity=["kernel"],
-    phases=["diagnosis"],
-    targets=["cuda"],
-    can_reprofile=False,
-    partial=True,
-    overhead_factor=0.0,
-    setup_s=0.1,
+SPEC = partial_spec(
+    "gvprof", "gvprof", measures=[TOTAL, *KINDS.values(), ACCESSES], granularity=["kernel"], targets=["cuda"],
+    setup_s=0.1, time_metric=False,
     cost_note="import only: parsing the CSVs takes milliseconds; GVProf's own capture (two hpcrun passes, "
-              "every access instrumented) happened elsewhere",
-    gate_limits=gate_limits(time_metric=False),
-)
+              "every access instrumented) happened elsewhere")
 
 
 class GvprofAdapter(PartialAdapter):

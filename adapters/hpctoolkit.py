@@ -33,8 +33,7 @@ from pathlib import Path
 
 import msgspec
 
-from adapters.base import AdapterSpec
-from adapters.partial import PartialAdapter, gate_limits, read_bytes, relative_by_suffix, text_of
+from adapters.partial import PartialAdapter, partial_spec, read_bytes, relative_by_suffix, text_of
 from ledger.errors import InputError
 from ledger.profile import CallEdge, LineCost, Operation, Profile
 
@@ -52,20 +51,10 @@ METRICS: dict[str, tuple[str, float]] = {
 _SCOPED = re.compile(r"^(?P<base>.+?)(?::Sum)? \((?P<scope>[IE])\)$")
 _CALL_LINE = re.compile(r"^\d+:(?=.)")  # Hatchet prefixes a callee's name with its call-site line
 
-SPEC = AdapterSpec(
-    name="hpctoolkit",
-    tool="hpcrun",
-    measures=["cpu_time_s", "gpu_time_ns", "kernel_launches", "gpu_pc_samples"],
-    granularity=["process", "function", "line", "kernel"],
-    phases=["diagnosis"],
-    targets=["native", "cuda"],
-    can_reprofile=False,
-    partial=True,
-    overhead_factor=0.0,
-    setup_s=2.0,
-    cost_note="import only: reading a database costs ~2 s (Hatchet and pandas load); the capture happened elsewhere",
-    gate_limits=gate_limits(time_metric=True),
-)
+SPEC = partial_spec(
+    "hpctoolkit", "hpcrun", measures=["cpu_time_s", "gpu_time_ns", "kernel_launches", "gpu_pc_samples"],
+    granularity=["process", "function", "line", "kernel"], targets=["native", "cuda"], setup_s=2.0, time_metric=True,
+    cost_note="import only: reading a database costs ~2 s (Hatchet and pandas load); the capture happened elsewhere")
 
 
 class TreeNode(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

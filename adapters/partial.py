@@ -20,7 +20,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from adapters.base import Adapter, Capture, CaptureError, CaptureRequest, Usability
+from adapters.base import Adapter, AdapterSpec, Capture, CaptureError, CaptureRequest, Usability
 from ledger.errors import InputError
 
 IMPORT_MODE = "import-only"
@@ -41,6 +41,17 @@ def gate_limits(*, time_metric: bool) -> dict[str, str]:
     limits = {"mechanism": NO_REPROFILE + ("" if time_metric else ", " + NOT_TIME),
               "no_collateral": NOT_THIS_HOST}
     return dict(sorted(limits.items()))
+
+
+def partial_spec(name: str, tool: str, *, measures: list[str], granularity: list[str], targets: list[str],
+                 setup_s: float, cost_note: str, time_metric: bool,
+                 more_limits: Mapping[str, str] | None = None) -> AdapterSpec:
+    """The spec of an importer: diagnosis only, partial, no reprofile, no capture overhead (the
+    capture happened elsewhere; ``setup_s`` is what reading costs here), its gate limits declared."""
+    return AdapterSpec(name=name, tool=tool, measures=measures, granularity=granularity,  # type: ignore[arg-type]
+                       phases=["diagnosis"], targets=targets, can_reprofile=False, partial=True,
+                       overhead_factor=0.0, setup_s=setup_s, cost_note=cost_note,
+                       gate_limits=dict(sorted({**gate_limits(time_metric=time_metric), **(more_limits or {})}.items())))
 
 
 class PartialAdapter(Adapter):
