@@ -247,6 +247,17 @@ def render(state: RunState) -> dict[str, bytes]:
         doc = renderer(state)
         if doc is not None:
             out[name] = canonical_json(doc)
+    from projections import run_files
+
+    for name, renderer in run_files.JSON_FILES.items():  # the documents' run-directory files
+        doc = renderer(state)
+        if doc is not None:
+            out[name] = canonical_json(doc)
+    for name, bench in run_files.bench_files(state).items():
+        out[name] = canonical_json(bench)
+    dispatch = run_files.brief_md(state)
+    if dispatch is not None:
+        out["brief.md"] = dispatch.encode()
     from projections.report import render_markdown, report
 
     doc = report(state)

@@ -34,10 +34,12 @@ Downgrade = Callable[[bytes], bytes | None]
 
 class Step(NamedTuple):
     """From format `k` to `k - 1`: what changed, and per file (a glob on its run-relative name) the
-    downgrade. A file no step names was rendered the same by both formats."""
+    downgrade. A file no step names was rendered the same by both formats. `added`: globs of files
+    format `k` writes and format `k - 1` did not write at all (absent from an older run)."""
 
     changed: str
     files: dict[str, Downgrade]
+    added: tuple[str, ...] = ()
 
 
 def _json(edit: Callable[[Any], bool]) -> Downgrade:
@@ -136,7 +138,12 @@ STEPS: dict[int, Step] = {
             {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
              "report.json": _json(_report_1)}),
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
-    4: Step("what each actor was handed (cost.json actors and total)", {"cost.json": _json(_cost_3)}),
+    4: Step("what each actor was handed (cost.json actors and total), and the documents' run-directory "
+            "files (brief.md, plan.json, harness-state.json, bench.*.json, experiment-state.json, "
+            "campaign-plan.json, campaign-result.json)",
+            {"cost.json": _json(_cost_3)},
+            added=("brief.md", "plan.json", "harness-state.json", "bench.*.json", "experiment-state.json",
+                   "campaign-plan.json", "campaign-result.json")),
 }
 
 
@@ -152,6 +159,15 @@ def rendered_in(name: str, current: bytes, version: int) -> bytes | None:
             if data is None:
                 return None
     return data
+
+
+def absent_in(name: str) -> int | None:
+    """The newest older format that did not write the file `name` at all (None: every format since
+    the first writes it), so its absence from an older run is that format's, not a deletion."""
+    for k in range(FORMAT, 1, -1):
+        if any(fnmatch(name, pattern) for pattern in STEPS[k].added):
+            return k - 1
+    return None
 
 
 def recognise(name: str, on_disk: bytes, current: bytes) -> int | None:

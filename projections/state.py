@@ -74,6 +74,8 @@ class RunState(msgspec.Struct, frozen=True):
     imports: dict[str, ev.ProfileImported] = {}
     # Everything emitted to an actor, in ledger order (cost.json).
     emitted: tuple[Emitted, ...] = ()
+    # The seq of each TimingRecorded, parallel to `timings` (bench.*.json names and cites them).
+    timing_seqs: tuple[int, ...] = ()
 
 
 def initial() -> RunState:
@@ -198,12 +200,15 @@ def fold(envelopes, state: RunState | None = None) -> RunState:
     state = initial() if state is None else state
     appended: dict[str, list] = {field: list(getattr(state, field)) for field, _ in _APPENDS.values()}
     emitted = list(state.emitted)
+    timing_seqs = list(state.timing_seqs)
     counts = dict(state.event_counts)
     head = state.head
     for env in envelopes:
         counts[env.type] = counts.get(env.type, 0) + 1
         head = env
         emitted += emissions(env)
+        if type(env.data) is ev.TimingRecorded:
+            timing_seqs.append(env.seq)
         rule = _APPENDS.get(type(env.data))
         if rule is not None:
             appended[rule[0]].append(rule[1](env.data))
@@ -216,6 +221,7 @@ def fold(envelopes, state: RunState | None = None) -> RunState:
         head=Head(head.seq, head.hash),
         event_counts=counts,
         emitted=tuple(emitted),
+        timing_seqs=tuple(timing_seqs),
         **{field: tuple(values) for field, values in appended.items()},
     )
 
