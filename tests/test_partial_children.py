@@ -231,6 +231,10 @@ def test_pw_import_writes_profiles_briefs_and_cost_into_a_recorded_run(tmp_path,
     assert cost["total"] == sum(a["tokens"] for a in cost["actors"].values())
     audit = pw_main("audit", run)
     assert audit.code == 0, audit
+    tokens = pw_main("tokens", "--json", "--run", run).json()["run"]["files"]
+    imported = {f["path"]: f for f in tokens if f["kind"] == "import-brief"}
+    assert sorted(imported) == sorted(f"imports/{t}/agent-brief.txt" for t in FIXTURES)
+    assert all(f["limit"] == 320 and f["tokens"] <= 320 for f in imported.values())
 
 
 def test_bad_import_arguments_are_refused_before_anything_is_recorded(tmp_path):

@@ -344,6 +344,9 @@ def run_costs(run_dir: Path, count=None) -> list[Cost]:
     for p in sorted((run_dir / "source-slices").glob("*.txt")):
         out.append(Cost("slice", str(p.relative_to(run_dir)),
                         count(p.read_text(encoding="utf-8", errors="replace")), None))
+    for p in sorted((run_dir / "imports").glob("*/agent-brief.txt")):  # `pw import` briefs
+        out.append(Cost("import-brief", str(p.relative_to(run_dir)),
+                        count(p.read_text(encoding="utf-8", errors="replace")), BRIEF_LIMIT))
     return out
 
 
