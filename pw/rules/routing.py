@@ -136,6 +136,13 @@ def overhead_of(spec: AdapterSpec, overheads: Mapping[str, float] | None = None)
     return measured if measured is not None and measured > 0 else spec.overhead_factor
 
 
+def claimable_gates(spec: AdapterSpec, gate_names: Iterable[str]) -> dict[str, str]:
+    """Each gate -> what this adapter's evidence can do for it: "open" (the adapter takes no gate off
+    the table; the gate still needs its own evidence) or "never: <why>" (its declared limit). Routing
+    and the briefs read this, so no child is credited with a gate it cannot pass."""
+    return {g: (f"never: {spec.gate_limits[g]}" if g in spec.gate_limits else "open") for g in gate_names}
+
+
 def estimated_cost(spec: AdapterSpec, runtime_s: float, overheads: Mapping[str, float] | None = None,
                    build_s: float = 0.0) -> float:
     """``spec.cost_s``, or with a measured factor ``measured * runtime_s``: the measured ratio is the
@@ -308,9 +315,3 @@ def reprofile_adapters(discovery: str | None, diagnosis: str | None, runtime_s: 
         return out, f"{diagnosis} est. {cost:.1f} s > reprofile budget {budget_s:.1f} s"
     return out + [diagnosis], f"{diagnosis} est. {cost:.1f} s within the reprofile budget {budget_s:.1f} s"
 
-
-def claimable_gates(spec: AdapterSpec, gate_names: Iterable[str]) -> dict[str, str]:
-    """Each gate -> what this adapter's evidence can do for it: "open" (the adapter takes no gate off
-    the table; the gate still needs its own evidence) or "never: <why>" (its declared limit). Routing
-    and the briefs read this, so no child is credited with a gate it cannot pass."""
-    return {g: (f"never: {spec.gate_limits[g]}" if g in spec.gate_limits else "open") for g in gate_names}
