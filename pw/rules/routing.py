@@ -314,4 +314,3 @@ def reprofile_adapters(discovery: str | None, diagnosis: str | None, runtime_s: 
     if cost > budget_s:
         return out, f"{diagnosis} est. {cost:.1f} s > reprofile budget {budget_s:.1f} s"
     return out + [diagnosis], f"{diagnosis} est. {cost:.1f} s within the reprofile budget {budget_s:.1f} s"
-
