@@ -90,3 +90,19 @@ def test_cost_json_counts_what_each_actor_was_handed(transpose, monkeypatch):
     monkeypatch.setenv("PW_ACTOR", "bad name!")
     bad = pw_main("inspect", transpose, "--section", "routing")
     assert bad.code == 2 and "PW_ACTOR" in bad.err
+
+
+def test_a_run_that_cannot_be_written_is_still_inspected(transpose, monkeypatch):
+    import errno
+
+    from ledger.store import Ledger
+
+    def refuse(self, *a, **k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(Ledger, "append", refuse)
+    before = (transpose / "ledger.jsonl").read_bytes()
+    r = pw_main("inspect", transpose, "--section", "ncu", "--candidate", "tiled", "--json")
+    assert r.code == 0 and json.loads(r.out)["items"]
+    assert r.err.count("\n") == 1 and "not recorded" in r.err
+    assert (transpose / "ledger.jsonl").read_bytes() == before

@@ -191,9 +191,14 @@ def _record_view(handle, state, args, text: str, shown: int, total: int) -> None
                            tokens=count_tokens(text), tokenizer=TOKENIZER, shown=shown, total=total)
     who = actor()
     try:
-        handle.record(state, [event], actor=who)
-    except ConcurrencyError:
-        handle.record(handle.state(), [event], actor=who)
+        try:
+            handle.record(state, [event], actor=who)
+        except ConcurrencyError:
+            handle.record(handle.state(), [event], actor=who)
+    except OSError as exc:  # a run on read-only media can still be inspected; only its cost record is lost
+        import sys
+
+        sys.stderr.write(f"pw inspect: view not recorded in cost.json ({handle.path}: {exc.strerror or exc})\n")
 
 
 def _speedscope(handle, state, candidate: str | None) -> int:
