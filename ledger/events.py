@@ -628,6 +628,9 @@ class ProfileImported(Payload, frozen=True):
     brief: str
     tokens: int
     tokenizer: str
+    # The run's files the profile's paths were matched to (the rest of the tree cannot change the
+    # match), so `pw audit` renormalizes the artifacts to the same bytes.
+    files: list[str] = []
 
 
 class ViewEmitted(Payload, frozen=True):

@@ -231,6 +231,25 @@ def test_pw_import_writes_profiles_briefs_and_cost_into_a_recorded_run(tmp_path,
     assert cost["total"] == sum(a["tokens"] for a in cost["actors"].values())
     audit = pw_main("audit", run)
     assert audit.code == 0, audit
+    # the audit renormalizes every import from its stored artifacts: an edited artifact is caught
+    import hashlib
+
+    from ledger.events import ProfileImported
+    from ledger.evidence import EvidenceStore
+    from pw.app.imports import renormalize_import
+    from tests.conftest import ledger_events
+
+    imports = [e.data for e in ledger_events(run) if isinstance(e.data, ProfileImported)]
+    for imp in imports:  # the few files recorded in the event give the profile the whole tree gave
+        again = renormalize_import(EvidenceStore(run / "raw"), imp)
+        assert hashlib.sha256(again).hexdigest() == imp.profile_sha256, imp.adapter
+    assert next(i for i in imports if i.adapter == "hpctoolkit").files == ["histogram.cu", "main.cu"]
+    gv = next(i for i in imports if i.adapter == "gvprof")
+    raw = run / "raw" / gv.artifacts["redundancy/temporal_write_t0.csv"][:2] / gv.artifacts["redundancy/temporal_write_t0.csv"]
+    raw.chmod(0o644)
+    raw.write_bytes(raw.read_bytes().replace(b"20971520", b"20971521"))
+    edited = pw_main("audit", run)
+    assert edited.code == 1 and "evidence" in edited.out, edited  # caught first by the hash of the evidence
     tokens = pw_main("tokens", "--json", "--run", run).json()["run"]["files"]
     imported = {f["path"]: f for f in tokens if f["kind"] == "import-brief"}
     assert sorted(imported) == sorted(f"imports/{t}/agent-brief.txt" for t in FIXTURES)

@@ -91,4 +91,20 @@ def _prepare(handle: RunHandle, adapter: PartialAdapter, path: str, spec: str, t
         adapter=adapter.spec.name, target=target, source=path, artifacts=hashes, tool_version=profile.tool_version,
         profile_sha256=profile_sha, primary_metric=profile.primary_metric,
         total=profile.totals.get(profile.primary_metric, 0.0), ceiling=adapter.spec.ceiling,
-        gate_limits=dict(adapter.spec.gate_limits), brief=brief, tokens=tokens, tokenizer=TOKENIZER)
+        gate_limits=dict(adapter.spec.gate_limits), brief=brief, tokens=tokens, tokenizer=TOKENIZER,
+        files=referenced_files(profile))
+
+
+def referenced_files(profile) -> list[str]:
+    """The run files a profile names. Matching a capture path against only these gives the same
+    file as matching it against the whole tree (each chosen file is the longest match there)."""
+    return sorted({o.file for o in profile.operations if o.file} | {lc.file for lc in profile.lines})
+
+
+def renormalize_import(evidence, imported: ev.ProfileImported) -> bytes:
+    """The profile an imported event's stored artifacts normalize to today (for `pw audit`)."""
+    from adapters.registry import adapter_by_name
+
+    adapter = adapter_by_name(imported.adapter)
+    artifacts = {role: evidence.get(sha) for role, sha in imported.artifacts.items()}
+    return encode_profile(adapter.normalize(artifacts, "", imported.target, known_files=imported.files))
