@@ -314,12 +314,23 @@ def campaign_plan(state: RunState) -> CampaignPlanDoc | None:
         return None
     c = run.contract
     winner = _winner(state)
-    return CampaignPlanDoc(ledger_head=state.head, run_argv=list(c.run.argv), metric=to_builtins(c.metric),
+    return CampaignPlanDoc(ledger_head=state.head, run_argv=list(c.run.argv), metric=_fields(c.metric, METRIC_FIELDS),
                            oracle={"kind": c.oracle.kind, "rtol": c.oracle.rtol, "atol": c.oracle.atol,
                                    "reference": c.oracle.reference, "holdouts": len(c.oracle.holdout),
                                    "generators": len(c.oracle.generators)},
-                           sampling=to_builtins(c.sampling), profiling=to_builtins(c.profiling),
+                           sampling=_fields(c.sampling, SAMPLING_FIELDS), profiling=_fields(c.profiling, PROFILING_FIELDS),
                            finalist=winner, finalist_confirmed=bool(winner and state.candidates[winner].confirmation))
+
+
+# The contract fields campaign-plan.json names. Explicit, so a field added to the contract (with a
+# default) changes no bytes of an older run's plan; a field read here that a contract lacks is null.
+METRIC_FIELDS = ("kind", "unit", "pattern", "json_key")
+SAMPLING_FIELDS = ("mode", "pairs", "margin", "max_pairs", "max_time_s")
+PROFILING_FIELDS = ("cadence", "max_runs", "max_time_s")
+
+
+def _fields(part: msgspec.Struct, names: tuple[str, ...]) -> dict[str, Any]:
+    return {n: to_builtins(getattr(part, n, None)) for n in names}
 
 
 def campaign_result(state: RunState) -> CampaignResultDoc | None:
