@@ -61,6 +61,14 @@ class AdapterSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     setup_s: float
     needs_rebuild: bool = False
     cost_note: str = ""
+    # Gate name -> why this adapter's evidence can never pass it (a partial adapter that only imports
+    # pre-captured artifacts cannot reprofile, so "mechanism" is always here). Empty: no declared limit.
+    gate_limits: dict[str, str] = {}
+
+    @property
+    def ceiling(self) -> str:
+        """The best status a verdict resting on this adapter's evidence alone can reach."""
+        return "proposed" if (self.partial or not self.can_reprofile or self.gate_limits) else "verified"
 
     def cost_s(self, runtime_s: float, build_s: float = 0.0) -> float:
         """Expected seconds to capture a program whose native run takes ``runtime_s``."""

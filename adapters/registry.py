@@ -13,6 +13,10 @@ import msgspec
 from adapters.base import Adapter, AdapterSpec
 from adapters.callgrind import CallgrindAdapter
 from adapters.cupti import CuptiAdapter
+from adapters.drgpum import DrgpumAdapter
+from adapters.gpa import GpaAdapter
+from adapters.gvprof import GvprofAdapter
+from adapters.hpctoolkit import HpctoolkitAdapter
 from adapters.ncu import NcuAdapter
 from adapters.nsys import NsysAdapter
 from adapters.perf import PerfAdapter
@@ -26,12 +30,21 @@ REGISTRY_PATH = Path(__file__).with_name("registry.json")
 def installed_adapters() -> list[Adapter]:
     """A fresh instance of every installed adapter (tools looked up on PATH), sorted by name."""
     adapters: list[Adapter] = [PerfAdapter(), CallgrindAdapter(), CallgrindAdapter(cache_sim=True),
-                               PySpyAdapter(), CuptiAdapter(), NsysAdapter(), NcuAdapter()]
+                               PySpyAdapter(), CuptiAdapter(), NsysAdapter(), NcuAdapter(),
+                               # partial: they import pre-captured artifacts (`pw import`), never capture
+                               HpctoolkitAdapter(), GvprofAdapter(), DrgpumAdapter(), GpaAdapter()]
     return sorted(adapters, key=lambda a: a.spec.name)
 
 
 def installed_specs() -> list[AdapterSpec]:
     return [a.spec for a in installed_adapters()]
+
+
+def partial_adapters() -> list:
+    """The installed adapters that only import pre-captured artifacts (``adapters.partial``)."""
+    from adapters.partial import PartialAdapter
+
+    return [a for a in installed_adapters() if isinstance(a, PartialAdapter)]
 
 
 def adapter_by_name(name: str) -> Adapter:

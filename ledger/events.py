@@ -732,3 +732,50 @@ EVENT_TYPES: dict[str, type[Payload]] = {
         *_kernel_events.KERNEL_EVENT_TYPES,
     )
 }
+
+
+# --- added for the partial children and per-actor cost (issue 30); appended, never renamed ----------
+
+
+class ProfileImported(Payload, frozen=True):
+    """A profile a tool wrote elsewhere, imported by `pw import` through a partial adapter (HPCToolkit,
+    GVProf, DrGPUM, GPA): the artifacts by hash, the normalized profile, and the brief shown for it.
+
+    Nothing here was measured by pw on this host: the adapter cannot capture or reprofile, so
+    `gate_limits` (gate -> why) lists the gates its evidence can never pass and `ceiling` the best
+    status a verdict resting on it can reach."""
+
+    TYPE = "ProfileImported"
+    adapter: str
+    target: str
+    source: str  # the path as the user gave it (on this machine)
+    artifacts: dict[str, str]  # role -> sha256 under raw/
+    tool_version: str
+    profile_sha256: str
+    primary_metric: str
+    total: float
+    ceiling: str
+    gate_limits: dict[str, str]
+    brief: str
+    tokens: int
+    tokenizer: str
+    # The run's files the profile's paths were matched to (the rest of the tree cannot change the
+    # match), so `pw audit` renormalizes the artifacts to the same bytes.
+    files: list[str] = []
+
+
+class ViewEmitted(Payload, frozen=True):
+    """One bounded `pw inspect` output handed to the actor that asked (envelope `actor`), counted in
+    o200k tokens for cost.json. The view itself is rebuilt from the ledger; only its size is kept."""
+
+    TYPE = "ViewEmitted"
+    section: str
+    candidate: str | None
+    group: str | None
+    tokens: int
+    tokenizer: str
+    shown: int
+    total: int
+
+
+EVENT_TYPES.update({cls.TYPE: cls for cls in (ProfileImported, ViewEmitted)})

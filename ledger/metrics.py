@@ -106,6 +106,38 @@ _ALL = (
     _m("fp16_flop", "1", "count", "FP16 floating-point operations (hadd + hmul + 2 x hfma, thread level)."),
     _m("achieved_flops", "FLOP/s", "ratio", "Achieved FLOP/s of the kernel (counted FLOP / kernel duration)."),
     _m("arithmetic_intensity", "FLOP/B", "ratio", "Counted FLOP per DRAM byte."),
+    # --- imported from HPC tools that do not run here (partial adapters, `pw import`) -----------
+    # None of these is a time: the *_count ids are numbers of memory accesses, the *_bytes ids are
+    # device memory sizes, the advice_* ids are a model's estimates. A gate that needs time (the
+    # mechanism gate) cannot be passed on them.
+    _m("gpu_pc_samples", "1", "count",
+       "HPCToolkit GINS: GPU instruction samples from PC sampling (hpcrun -e gpu=nvidia,pc), per line."),
+    _m("redundant_accesses_count", "1", "count",
+       "GVProf: memory accesses that read or wrote a value already seen (spatial + temporal, reads + "
+       "writes); a proxy for wasted work with no time dimension."),
+    _m("spatial_redundant_reads_count", "1", "count",
+       "GVProf spatial_read: reads at one PC that loaded the most frequent value of that PC (redundant_access_count)."),
+    _m("spatial_redundant_writes_count", "1", "count",
+       "GVProf spatial_write: writes at one PC that stored the most frequent value of that PC."),
+    _m("temporal_redundant_reads_count", "1", "count",
+       "GVProf temporal_read: reads by a thread of the value it last read at the same address."),
+    _m("temporal_redundant_writes_count", "1", "count",
+       "GVProf temporal_write: writes by a thread of the value it last wrote at the same address."),
+    _m("monitored_accesses_count", "1", "count",
+       "GVProf: memory accesses the instrumentation observed (total_access_count), reads + writes."),
+    _m("device_peak_bytes", "B", "bytes",
+       "DrGPUM current_memory_peak: the largest sum of live device allocations during the run."),
+    _m("device_min_peak_bytes", "B", "bytes",
+       "DrGPUM optimal_memory_peak: the largest sum of objects one kernel touched, a lower bound on the peak."),
+    _m("allocated_bytes", "B", "bytes", "DrGPUM: size of one device allocation (memory_size_list)."),
+    _m("unaccessed_bytes", "B", "bytes",
+       "DrGPUM: bytes of allocations that no kernel, memset or copy touched between allocation and free."),
+    _m("advice_stall_ratio", "1", "ratio",
+       "GPA: share of the kernel's sampled instruction stalls an optimizer's matched code accounts for (0-1).",
+       simulated=True),
+    _m("advice_estimated_speedup", "1", "ratio",
+       "GPA: the speedup its PC-sampling performance model estimates for an optimizer; a model, not a "
+       "measurement.", simulated=True),
 )
 
 KNOWN_METRICS: dict[str, MetricSpec] = {m.id: m for m in _ALL}

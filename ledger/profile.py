@@ -31,7 +31,7 @@ PROFILE_VERSION = 1
 
 Granularity = Literal["process", "function", "line", "kernel", "timeline"]
 GRANULARITIES: tuple[str, ...] = ("process", "function", "line", "kernel", "timeline")
-OperationKind = Literal["function", "kernel", "memcpy", "memset", "region", "other"]
+OperationKind = Literal["function", "kernel", "memcpy", "memset", "region", "other", "allocation"]
 LineSpan = Literal["observed", "definition"]
 
 

@@ -157,10 +157,32 @@ class ViewDoc(msgspec.Struct, frozen=True):
     sections: dict[str, Any]
 
 
+class Emission(msgspec.Struct, frozen=True):
+    """One text handed to an actor: what (kind, run-relative name or inspect command), when (seq)."""
+
+    seq: int
+    kind: str
+    name: str
+    tokens: int
+
+
+class ActorCost(msgspec.Struct, frozen=True):
+    """What one actor (PW_ACTOR, else "cli") was handed over the investigation, in o200k tokens."""
+
+    tokens: int
+    emitted: list[Emission]
+
+
 class CostDoc(msgspec.Struct, frozen=True):
+    """cost.json: `tokens`, the emitted files of the current brief by name (format 3 and before);
+    `actors`, everything each actor was handed in order (briefs, slices, imported briefs, inspect
+    views), and `total` over all actors."""
+
     ledger_head: Head
     tokenizer: str
     tokens: dict[str, int]
+    actors: dict[str, ActorCost] = {}
+    total: int = 0
 
 
 BRIEF_BUDGET = 320
@@ -194,7 +216,14 @@ def agent_view(state: RunState) -> ViewDoc | None:
 
 def cost(state: RunState) -> CostDoc | None:
     b = state.brief
-    return None if b is None else CostDoc(ledger_head=state.head, tokenizer=b.tokenizer, tokens=b.costs)
+    if b is None and not state.emitted:
+        return None
+    by: dict[str, list[Emission]] = {}
+    for e in state.emitted:
+        by.setdefault(e.actor, []).append(Emission(seq=e.seq, kind=e.kind, name=e.name, tokens=e.tokens))
+    actors = {a: ActorCost(tokens=sum(x.tokens for x in xs), emitted=xs) for a, xs in sorted(by.items())}
+    return CostDoc(ledger_head=state.head, tokenizer=b.tokenizer if b else "o200k_base",
+                   tokens=b.costs if b else {}, actors=actors, total=sum(a.tokens for a in actors.values()))
 
 
 Renderer = Callable[[RunState], msgspec.Struct | None]
@@ -218,6 +247,17 @@ def render(state: RunState) -> dict[str, bytes]:
         doc = renderer(state)
         if doc is not None:
             out[name] = canonical_json(doc)
+    from projections import run_files
+
+    for name, renderer in run_files.JSON_FILES.items():  # the documents' run-directory files
+        doc = renderer(state)
+        if doc is not None:
+            out[name] = canonical_json(doc)
+    for name, bench in run_files.bench_files(state).items():
+        out[name] = canonical_json(bench)
+    dispatch = run_files.brief_md(state)
+    if dispatch is not None:
+        out["brief.md"] = dispatch.encode()
     from projections.report import render_markdown, report
 
     doc = report(state)
@@ -229,6 +269,9 @@ def render(state: RunState) -> dict[str, bytes]:
     if state.source_targets is not None:
         for name, text in sorted(state.source_targets.slices.items()):
             out[name] = text.encode() if text.endswith("\n") else (text + "\n").encode()
+    for imported in state.imports.values():  # profiles of tools that ran elsewhere (`pw import`)
+        prefix = "" if imported.target == "baseline" else f"candidates/{imported.target}/"
+        out[f"{prefix}imports/{imported.adapter}/agent-brief.txt"] = imported.brief.encode()
     for cid, cand in sorted(state.candidates.items()):  # refreshed briefs of verified candidates
         if cand.brief is not None:
             out[f"candidates/{cid}/agent-brief.txt"] = cand.brief.text.encode()
@@ -260,6 +303,9 @@ def evidence_copies(state: RunState) -> dict[str, str]:
                 f"{normalized.target}:{discovery}" in state.profiles
             name = "profile.diagnosis.json" if second else "profile.json"
             out[f"candidates/{normalized.target}/profile/{name}"] = normalized.profile_sha256
+    for imported in state.imports.values():
+        prefix = "" if imported.target == "baseline" else f"candidates/{imported.target}/"
+        out[f"{prefix}imports/{imported.adapter}/profile.json"] = imported.profile_sha256
     for cid, cand in sorted(state.candidates.items()):
         if cand.diff is not None:
             out[f"variants/{cid}.patch"] = cand.diff.patch_sha256

@@ -27,17 +27,19 @@ import msgspec
 
 from ledger.contract import Profiling
 
-FORMAT = 4
+FORMAT = 5
 
 Downgrade = Callable[[bytes], bytes | None]
 
 
 class Step(NamedTuple):
     """From format `k` to `k - 1`: what changed, and per file (a glob on its run-relative name) the
-    downgrade. A file no step names was rendered the same by both formats."""
+    downgrade. A file no step names was rendered the same by both formats. `added`: globs of files
+    format `k` writes and format `k - 1` did not write at all (absent from an older run)."""
 
     changed: str
     files: dict[str, Downgrade]
+    added: tuple[str, ...] = ()
 
 
 def _json(edit: Callable[[Any], bool]) -> Downgrade:
@@ -142,6 +144,19 @@ def _report_3(doc: Any) -> bool:
     return True
 
 
+# --- 5 -> 4: what each actor was handed (cost.json `actors`, `total`; issue 30) --------------------
+
+
+def _cost_4(doc: Any) -> bool:
+    """Format 4's cost.json had only the current brief's `tokens`: dropping the per-actor record
+    loses nothing format 4 said. A cost.json without a brief (only imports or views) was never
+    written by format 4."""
+    if not isinstance(doc, dict) or "actors" not in doc or "total" not in doc or not doc.get("tokens"):
+        return False
+    del doc["actors"], doc["total"]
+    return True
+
+
 STEPS: dict[int, Step] = {
     2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
             "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
@@ -150,6 +165,12 @@ STEPS: dict[int, Step] = {
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
     4: Step("a metric that is one operation's cost (experiment-plan.json); claim findings and unprofiled pairs "
             "(report.json)", {"experiment-plan.json": _json(_plan_3), "report.json": _json(_report_3)}),
+    5: Step("what each actor was handed (cost.json actors and total), and the documents' run-directory "
+            "files (brief.md, plan.json, harness-state.json, bench.*.json, experiment-state.json, "
+            "campaign-plan.json, campaign-result.json)",
+            {"cost.json": _json(_cost_4)},
+            added=("brief.md", "plan.json", "harness-state.json", "bench.*.json", "experiment-state.json",
+                   "campaign-plan.json", "campaign-result.json")),
 }
 
 
@@ -165,6 +186,15 @@ def rendered_in(name: str, current: bytes, version: int) -> bytes | None:
             if data is None:
                 return None
     return data
+
+
+def absent_in(name: str) -> int | None:
+    """The newest older format that did not write the file `name` at all (None: every format since
+    the first writes it), so its absence from an older run is that format's, not a deletion."""
+    for k in range(FORMAT, 1, -1):
+        if any(fnmatch(name, pattern) for pattern in STEPS[k].added):
+            return k - 1
+    return None
 
 
 def recognise(name: str, on_disk: bytes, current: bytes) -> int | None:

@@ -126,7 +126,11 @@ def compare(run_dir: Path, files: dict[str, bytes], names: Iterable[str] | None 
         try:
             on_disk = path.read_bytes()
         except FileNotFoundError:
-            return Comparison(f"{name}: missing on disk (the ledger supports it)", older)
+            version = formats.absent_in(name)
+            if version is None or not _older_run(run_dir, files, older):
+                return Comparison(f"{name}: missing on disk (the ledger supports it)", older)
+            older[name] = version
+            continue
         if on_disk == files[name]:
             continue
         version = formats.recognise(name, on_disk, files[name])
@@ -135,6 +139,21 @@ def compare(run_dir: Path, files: dict[str, bytes], names: Iterable[str] | None 
                               f"nor is it what an older projection format wrote)", older)
         older[name] = version
     return Comparison(None, older)
+
+
+def _older_run(run_dir: Path, files: dict[str, bytes], older: dict[str, int]) -> bool:
+    """Whether the run's files were written by an older format: some file the current format renders
+    differently is on disk in an older format's bytes. A file missing from a run written in today's
+    format was deleted, not never written."""
+    if older:
+        return True
+    for name, data in files.items():
+        path = run_dir / name
+        if path.is_file():
+            on_disk = path.read_bytes()
+            if on_disk != data and formats.recognise(name, on_disk, data) is not None:
+                return True
+    return False
 
 
 def first_divergence(run_dir: Path, files: dict[str, bytes], names: Iterable[str] | None = None) -> str | None:

@@ -40,6 +40,17 @@ class CandidateState(msgspec.Struct, frozen=True):
     claim: ev.ClaimChecked | None = None  # the latest attempt's claim, checked against its patch
 
 
+class Emitted(msgspec.Struct, frozen=True):
+    """Text pw handed to an actor (the envelope's actor): a brief, a source slice, an imported
+    profile's brief or one `pw inspect` view, with its o200k token count (cost.json)."""
+
+    seq: int
+    actor: str
+    kind: str  # brief | slice | import-brief | view
+    name: str
+    tokens: int
+
+
 class RunState(msgspec.Struct, frozen=True):
     head: Head = Head()
     run: ev.RunStarted | None = None
@@ -61,6 +72,12 @@ class RunState(msgspec.Struct, frozen=True):
     notes: tuple[str, ...] = ()
     unprofiled: tuple[ev.UnprofiledCompared, ...] = ()
     event_counts: dict[str, int] = {}
+    # Profiles imported through partial adapters (`pw import`), by "target:adapter".
+    imports: dict[str, ev.ProfileImported] = {}
+    # Everything emitted to an actor, in ledger order (cost.json).
+    emitted: tuple[Emitted, ...] = ()
+    # The seq of each TimingRecorded, parallel to `timings` (bench.*.json names and cites them).
+    timing_seqs: tuple[int, ...] = ()
 
 
 def initial() -> RunState:
@@ -140,6 +157,10 @@ def _apply(state: RunState, env: Envelope) -> RunState:
             return _candidate(state, data.id, claim=data)
         case ev.StageCompleted():
             return replace(state, stages=_with(state.stages, data.stage, data.inputs_sha256))
+        case ev.ProfileImported():
+            return replace(state, imports=_with(state.imports, f"{data.target}:{data.adapter}", data))
+        case ev.ViewEmitted():
+            return state  # its only effect is on `emitted` (see `emissions`)
     if env.type in _IGNORED:
         return state
     raise TypeError(f"run state: no rule for event type {env.type!r}")
@@ -157,15 +178,42 @@ def _candidate(state: RunState, cid: str, **changes: Any) -> RunState:
     return replace(state, candidates=_with(state.candidates, cid, replace(cand, **changes)))
 
 
+def emissions(env: Envelope) -> list[Emitted]:
+    """What one event handed to its actor: a brief and the slices it names, an imported profile's
+    brief, or an inspect view (cost.json counts them per actor)."""
+    data = env.data
+    match data:
+        case ev.BriefEmitted():
+            prefix = "" if data.target == "baseline" else f"candidates/{data.target}/"
+            out = [Emitted(env.seq, env.actor, "brief", prefix + "agent-brief.txt", data.tokens)]
+            out += [Emitted(env.seq, env.actor, "slice", name, tokens) for name, tokens in sorted(data.costs.items())
+                    if name not in ("agent-brief.txt", "agent-view.json")]  # the view is read only via inspect
+            return out
+        case ev.ProfileImported():
+            prefix = "" if data.target == "baseline" else f"candidates/{data.target}/"
+            return [Emitted(env.seq, env.actor, "import-brief", f"{prefix}imports/{data.adapter}/agent-brief.txt",
+                            data.tokens)]
+        case ev.ViewEmitted():
+            what = f"inspect --section {data.section}" + (f" --candidate {data.candidate}" if data.candidate else "") + \
+                (f" --group {data.group}" if data.group else "")
+            return [Emitted(env.seq, env.actor, "view", what, data.tokens)]
+    return []
+
+
 def fold(envelopes, state: RunState | None = None) -> RunState:
     """The state after `envelopes`, starting from `state` (default: the initial state)."""
     state = initial() if state is None else state
     appended: dict[str, list] = {field: list(getattr(state, field)) for field, _ in _APPENDS.values()}
+    emitted = list(state.emitted)
+    timing_seqs = list(state.timing_seqs)
     counts = dict(state.event_counts)
     head = state.head
     for env in envelopes:
         counts[env.type] = counts.get(env.type, 0) + 1
         head = env
+        emitted += emissions(env)
+        if type(env.data) is ev.TimingRecorded:
+            timing_seqs.append(env.seq)
         rule = _APPENDS.get(type(env.data))
         if rule is not None:
             appended[rule[0]].append(rule[1](env.data))
@@ -177,6 +225,8 @@ def fold(envelopes, state: RunState | None = None) -> RunState:
         state,
         head=Head(head.seq, head.hash),
         event_counts=counts,
+        emitted=tuple(emitted),
+        timing_seqs=tuple(timing_seqs),
         **{field: tuple(values) for field, values in appended.items()},
     )
 

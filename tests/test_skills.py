@@ -29,7 +29,8 @@ STAGES = ("profile", "normalize", "optimize", "benchmark", "reprofile", "verify"
 
 ALL_SKILL_FILES = skilltree.find_skill_files(SKILLS, include_templates=True)
 SKILL_FILES = skilltree.find_skill_files(SKILLS)
-CHILD_FILES = [p for p in SKILL_FILES if p.parent.name != skilltree.ROOT_SKILL]
+ALIAS_FILES = [p for p in SKILL_FILES if p.parent.name in skilltree.ALIAS_CHILDREN]
+CHILD_FILES = [p for p in SKILL_FILES if p.parent.name != skilltree.ROOT_SKILL and p not in ALIAS_FILES]
 PROFILER_CHILD_FILES = [p for p in CHILD_FILES if p.parent.name not in skilltree.SERVICE_CHILDREN]
 TEMPLATE_SKILL = SKILLS / skilltree.TEMPLATES / "child-skill" / "SKILL.md"
 MARKDOWN = skilltree.find_markdown(SKILLS) + [ROOT / "AGENTS.md"]
@@ -226,7 +227,7 @@ def test_every_child_skill_is_in_the_registry():
     assert not stale, f"ADAPTER_CHILDREN maps adapters not in registry.json: {sorted(stale)}"
     routed = set(skilltree.ADAPTER_CHILDREN.values())
     for child in skilltree.children(SKILLS):
-        if child in skilltree.SERVICE_CHILDREN:
+        if child in skilltree.SERVICE_CHILDREN or child in skilltree.ALIAS_CHILDREN:
             continue
         assert child in routed, f"skills/{child} is not mapped to any registry adapter (never routed to)"
 
@@ -270,16 +271,46 @@ def test_registry_md_installed_table_agrees_with_registry_json():
 
 def test_registry_md_lists_candidate_children():
     rows = {r["child"]: r for r in _table(REGISTRY_MD.read_text(encoding="utf-8"), "Candidate children")}
-    for child in ("pw-hpctoolkit", "pw-gvprof"):
-        assert child in rows, f"registry.md candidate children lacks {child}"
-        assert rows[child]["taxonomy column"], child
-    assert rows["pw-gvprof"]["can_reprofile"] == "no" and "PARTIAL" in rows["pw-gvprof"]["notes"]
+    assert rows, "registry.md has no candidate children table"
     installed = set(skilltree.ADAPTER_CHILDREN.values())
     assert not installed & set(rows), "a child is listed both as installed and as a candidate"
     columns = {c for r in rows.values() for c in _items(re.sub(r"\s*\(.*?\)", "", r["taxonomy column"]))}
     routing = ROUTING_MD.read_text(encoding="utf-8")
     for col in columns:
         assert f"| {col} |" in routing, f"taxonomy column {col} is not a row of routing.md"
+
+
+def test_the_documents_partial_children_are_installed_and_declared_partial():
+    """pw-gvprof, pw-gpa, pw-drgpum and pw-hpctoolkit exist, each routed from a partial adapter whose
+    registry row says partial and no reprofile, and each child says its ceiling is `proposed`."""
+    rows = {r["adapter"]: r for r in _table(REGISTRY_MD.read_text(encoding="utf-8"), "Installed")}
+    for adapter, child in (("gvprof", "pw-gvprof"), ("gpa", "pw-gpa"), ("drgpum", "pw-drgpum"),
+                           ("hpctoolkit", "pw-hpctoolkit")):
+        assert skilltree.ADAPTER_CHILDREN[adapter] == child
+        assert rows[adapter]["partial"] == "yes" and rows[adapter]["can_reprofile"] == "no"
+        body = skilltree.load_skill(SKILLS / child / "SKILL.md").body
+        assert "PARTIAL" in body and "`proposed`" in body and f"pw import RUN {adapter}=" in body, child
+
+
+def test_old_child_names_redirect_to_the_documents_names():
+    assert {p.parent.name for p in ALIAS_FILES} == set(skilltree.ALIAS_CHILDREN)
+    for old, new in skilltree.ALIAS_CHILDREN.items():
+        skill = skilltree.load_skill(SKILLS / old / "SKILL.md")
+        assert skill.meta["name"] == old and new in skill.meta["description"]
+        assert f"`skills/{new}/SKILL.md`" in skill.body and (SKILLS / new / "SKILL.md").is_file()
+        assert count_tokens(skill.body) < 200, "a redirect stays a redirect"
+        assert new in skilltree.ADAPTER_CHILDREN.values() and old not in skilltree.ADAPTER_CHILDREN.values()
+
+
+def test_routing_md_maps_the_documents_five_rungs_onto_the_ladder():
+    from pw.rules.routing import LADDER
+
+    text = ROUTING_MD.read_text(encoding="utf-8")
+    section = text.split("## The documents' five rungs", 1)[1].split("\n## ", 1)[0]
+    rows = [r for r in _table("## x\n" + section, "x")]
+    assert len(rows) == 5, "the documents' ladder has five rungs"
+    mapped = [n for r in rows for n in re.findall(r"`([a-z-]+)`", r["our rungs"])]
+    assert sorted(mapped) == sorted(r.name for r in LADDER), "each rung of ours sits in exactly one documented rung"
 
 
 def test_routing_md_names_every_ladder_rung():

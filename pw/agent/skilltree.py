@@ -32,14 +32,26 @@ SERVICE_CHILDREN: dict[str, str] = {
     "pw-kernel-profile": "the kernel-profile cache, `pw kernel-profile` (DESIGN.md section 13)",
 }
 
+# Old child names a user may have typed, each a short SKILL.md that points at the new name (the
+# documents call the GPU children pw-nsight-systems and pw-nsight-compute). Never routed to.
+ALIAS_CHILDREN: dict[str, str] = {
+    "pw-nsys": "pw-nsight-systems",
+    "pw-ncu": "pw-nsight-compute",
+}
+
 ADAPTER_CHILDREN: dict[str, str] = {
     "perf": "pw-perf",
     "callgrind": "pw-callgrind",
     "callgrind-cachesim": "pw-callgrind",
     "py-spy": "pw-pyspy",
-    "cupti": "pw-nsys",  # the GPU timeline, whichever backend records it
-    "nsys": "pw-nsys",
-    "ncu": "pw-ncu",
+    "cupti": "pw-nsight-systems",  # the GPU timeline, whichever backend records it
+    "nsys": "pw-nsight-systems",
+    "ncu": "pw-nsight-compute",
+    # partial children: they import what the tool wrote elsewhere (`pw import`), never capture
+    "hpctoolkit": "pw-hpctoolkit",
+    "gvprof": "pw-gvprof",
+    "drgpum": "pw-drgpum",
+    "gpa": "pw-gpa",
 }
 
 #: o200k_base token budgets for files an agent loads (DESIGN §12 for the brief).
@@ -332,6 +344,9 @@ def run_costs(run_dir: Path, count=None) -> list[Cost]:
     for p in sorted((run_dir / "source-slices").glob("*.txt")):
         out.append(Cost("slice", str(p.relative_to(run_dir)),
                         count(p.read_text(encoding="utf-8", errors="replace")), None))
+    for p in sorted((run_dir / "imports").glob("*/agent-brief.txt")):  # `pw import` briefs
+        out.append(Cost("import-brief", str(p.relative_to(run_dir)),
+                        count(p.read_text(encoding="utf-8", errors="replace")), BRIEF_LIMIT))
     return out
 
 

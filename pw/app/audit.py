@@ -277,6 +277,25 @@ def check_profiles(ctx: AuditContext) -> str | None:
 
             if hashlib.sha256(again).hexdigest() != data.profile_sha256:
                 return f"event seq {env.seq}: the {data.adapter} profile of {data.target} does not follow from its raw capture"
+        elif isinstance(data, ev.ProfileImported):
+            problem = _imported_divergence(ctx, env.seq, data)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _imported_divergence(ctx: AuditContext, seq: int, data) -> str | None:
+    """An imported profile (`pw import`) must follow from its stored artifacts by today's pure normalize."""
+    import hashlib
+
+    from pw.app.imports import renormalize_import
+
+    try:
+        again = renormalize_import(ctx.evidence, data)
+    except (ValueError, KeyError) as exc:
+        return f"event seq {seq}: the imported {data.adapter} profile of {data.target} cannot be renormalized ({exc})"
+    if hashlib.sha256(again).hexdigest() != data.profile_sha256:
+        return f"event seq {seq}: the imported {data.adapter} profile of {data.target} does not follow from its artifacts"
     return None
 
 

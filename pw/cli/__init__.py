@@ -32,6 +32,7 @@ VERBS: dict[str, str] = {
     "repair": "pw.cli.upkeep:repair",
     "validate": "pw.cli.upkeep:validate",
     "kernel-profile": "pw.cli.kernel_cache:kernel_profile",
+    "import": "pw.cli.imports:import_verb",
 }
 
 
@@ -71,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--operation", metavar="NAME",
                    help="judge every campaign on this function's or kernel's own cost (whole-process time "
                         "becomes the collateral check)")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="TOOL=PATH",
+                   help="after start, import a pre-captured profile of a tool that does not run here "
+                        "(hpctoolkit, gvprof, drgpum, gpa); repeatable; same as `pw import`")
 
     p = _verb(sub, "prepare", "make candidate workspaces for the agent to edit")
     p.add_argument("--candidate", action="append", required=True, metavar="ID:PARENT:MECHANISM",
@@ -100,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _verb(sub, "inspect", "one bounded diagnostic view (profile, lines, mechanisms, routing, ...)")
     p.add_argument("--section", default="profile",
                    choices=("profile", "lines", "mechanisms", "facts", "routing", "timing", "gates", "diff", "slices",
-                            "ncu"))
-    p.add_argument("--candidate", metavar="ID", help="a candidate's view (gates, timing, diff)")
+                            "ncu", "imports"))
+    p.add_argument("--candidate", metavar="ID", help="a candidate's view (gates, timing, diff, ncu: its delta "
+                   "against its parent and the baseline, profile, imports)")
     p.add_argument("--group", metavar="G", help="only items mentioning G (e.g. a function or metric); with "
                    "--section ncu: memory, compute, occupancy, stalls, rules or roofline")
     p.add_argument("--format", choices=("text", "json", "speedscope"), default="text",
@@ -127,6 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _verb(sub, "validate", "check a run file or profileweaver.json against its schema", run=False)
     p.add_argument("file", metavar="FILE")
+
+    p = _verb(sub, "import", "import pre-captured profiles of tools that do not run here (partial children)")
+    p.add_argument("artifacts", nargs="+", metavar="TOOL=PATH",
+                   help="TOOL: hpctoolkit (database dir), gvprof (redundancy CSVs), drgpum (memory_liveness/), "
+                        "gpa (gpa.advice)")
+    p.add_argument("--target", default="baseline", metavar="ID",
+                   help="what was profiled: baseline (default) or a prepared candidate")
 
     from pw.cli.kernel_cache import add_parser as add_kernel_profile  # argparse only; no heavy imports
 

@@ -40,10 +40,22 @@ def start(args) -> int:
         profile=not args.no_profile,
         operation=args.operation,
     )
+    if args.imports:
+        from pw.app.imports import parse_spec
+
+        for spec in args.imports:  # a bad TOOL=PATH is refused before the run is started
+            parse_spec(spec)
     with progress_reporter(not args.json) as progress:
         result = run_start(opts, progress)
+    imported = []
+    if args.imports:
+        from pathlib import Path
+
+        from pw.cli.imports import import_profiles, summary
+
+        imported = [summary(e) for e in import_profiles(Path(result.run_dir), args.imports, "baseline")]
     if args.json:
-        print_json(to_builtins(result))
+        print_json({**to_builtins(result), "imports": imported} if args.imports else to_builtins(result))
         return 0
     lines = [f"run: {result.run_dir}"]
     if result.inferred:
@@ -61,6 +73,8 @@ def start(args) -> int:
 
     if Path(brief).is_file():
         lines.append(f"brief: {brief}")
+    lines += [f"imported {i['adapter']}: {i['brief']} ({i['brief_tokens']} tokens; ceiling {i['ceiling']})"
+              for i in imported]
     lines.append(f"next: {result.next}")
     print_text("\n".join(lines))
     return 0

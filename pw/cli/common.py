@@ -76,3 +76,17 @@ def console():
     from rich.console import Console
 
     return Console(highlight=False, soft_wrap=True)
+
+
+_ACTOR_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@")
+
+
+def actor() -> str:
+    """Who the emitted text goes to: `PW_ACTOR` (an agent's or sub-agent's name), else "cli".
+    cost.json sums what each actor was handed."""
+    import os
+
+    name = os.environ.get("PW_ACTOR", "").strip() or "cli"
+    if len(name) > 64 or not set(name) <= _ACTOR_CHARS:
+        raise InputError(f"PW_ACTOR={name[:70]!r}: expected at most 64 letters, digits or -_.:@")
+    return name

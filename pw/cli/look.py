@@ -40,7 +40,19 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
                 return [], 0
             diff = msgspec.json.decode(handle.evidence.get(sha))  # the evidence, not a file beside it
             return _bounded(diff.get("operations", []), group)
-        raise InputError(f"--section {section!r} with --candidate: expected one of gates, timing, diff")
+        if section == "ncu":
+            return _candidate_ncu(handle, state, candidate, group)
+        if section == "profile":
+            return _bounded(_candidate_top(handle, state, candidate), group)
+        if section in ("lines", "mechanisms", "facts"):
+            if cand.brief is None:  # only a verified candidate gets a refreshed view of where time goes
+                raise InputError(f"--section {section!r} --candidate {candidate}: no refreshed view (only a verified "
+                                 "candidate gets one); try --section profile or diff")
+            return _bounded(cand.brief.view.get(section, []), group)
+        if section == "imports":
+            return _bounded(_imports(state, candidate), group)
+        raise InputError(f"--section {section!r} with --candidate: expected one of gates, timing, diff, ncu, "
+                         "profile, lines, mechanisms, facts, imports")
     if section == "profile":
         return _bounded(view.get("profile", {}).get("top", []), group)
     if section in ("lines", "mechanisms", "facts"):
@@ -56,7 +68,78 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
         return _bounded(sorted(st.slices) if st else [], group)
     if section == "ncu":
         return _ncu_group(view.get("ncu"), group)
+    if section == "imports":
+        return _bounded(_imports(state, "baseline"), group)
     raise InputError(f"--section {section!r}: needs --candidate ID")
+
+
+def _imports(state, target: str) -> list[dict]:
+    """Profiles imported for ``target`` through partial adapters (`pw import`): what and how far
+    they can be trusted; the briefs themselves are files (imports/<tool>/agent-brief.txt)."""
+    return [{"adapter": i.adapter, "source": i.source, "primary_metric": i.primary_metric, "total": i.total,
+             "ceiling": i.ceiling, "cannot_pass": sorted(i.gate_limits), "brief_tokens": i.tokens}
+            for i in state.imports.values() if i.target == target]
+
+
+def _discovery_profile(handle, state, target: str):
+    from ledger.profile import decode_profile
+
+    discovery = state.routing["discovery"].chosen if "discovery" in state.routing else None
+    normalized = state.profiles.get(f"{target}:{discovery}") if discovery else None
+    return decode_profile(handle.evidence.get(normalized.profile_sha256)) if normalized else None
+
+
+def _candidate_top(handle, state, candidate: str) -> list[dict]:
+    """The candidate's discovery profile, in the shape of the baseline's `--section profile`."""
+    profile = _discovery_profile(handle, state, candidate)
+    if profile is None:
+        raise InputError(f"--section profile --candidate {candidate}: no reprofile recorded (run `pw evaluate` first)")
+    return [{"id": o.id, "self": o.self_metrics, "inclusive": o.inclusive_metrics, "file": o.file,
+             "lines": [o.line_start, o.line_end]} for o in profile.top_operations(MAX_ITEMS)]
+
+
+def _hot_share(handle, state, target: str) -> float | None:
+    """The hotspot's share of the target's own discovery profile (the roofline's Amdahl input)."""
+    hot = state.hotspot
+    if hot is None:
+        return None
+    profile = _discovery_profile(handle, state, target) if target != "baseline" else None
+    op = profile.operation(hot.operation) if profile is not None else None
+    if op is None:
+        return hot.share
+    total = profile.totals.get(profile.primary_metric, 0.0)
+    return op.self_metrics.get(profile.primary_metric, 0.0) / total if total else hot.share
+
+
+def _ncu_summary(handle, state, target: str) -> dict | None:
+    from adapters import ncu
+    from pw.app.profile_baseline import gpu_summary
+
+    captured = state.captures.get(f"{target}:ncu")
+    if captured is None:
+        return None
+    arts = {role: handle.evidence.get(sha) for role, sha in captured.artifacts.items()
+            if role in (ncu.RAW_ROLE, ncu.DETAILS_ROLE)}
+    if ncu.RAW_ROLE not in arts:
+        return None
+    return gpu_summary(arts, _hot_share(handle, state, target) or 0.0)
+
+
+def _candidate_ncu(handle, state, candidate: str, group: str | None):
+    """The candidate's Nsight Compute group beside its parent's and the baseline's."""
+    from projections.ncu_delta import compare
+
+    if group is not None and group not in NCU_GROUPS:
+        raise InputError(f"--group {group!r} with --section ncu: expected one of {', '.join(NCU_GROUPS)}")
+    mine = _ncu_summary(handle, state, candidate)
+    if mine is None:
+        has = sorted(c for c in state.candidates if f"{c}:ncu" in state.captures)
+        raise InputError(f"--section ncu --candidate {candidate}: no Nsight Compute capture of this candidate "
+                         f"(captured: {', '.join(has) or 'none'}; see --section routing)")
+    baseline = _ncu_summary(handle, state, "baseline") or (state.brief.view.get("ncu") if state.brief else None)
+    parent_id = state.candidates[candidate].prepared.resolved_parent
+    parent = baseline if parent_id == "baseline" else _ncu_summary(handle, state, parent_id)
+    return compare(mine, parent, baseline, group)[:MAX_ITEMS], len(compare(mine, parent, baseline, group))
 
 
 def _ncu_group(ncu: dict | None, group: str | None):
@@ -88,11 +171,34 @@ def inspect(args) -> int:
     items, total = _section(handle, state, args.section, args.candidate, args.group)
     doc = {"section": args.section, "candidate": args.candidate, "group": args.group, "items": items,
            "shown": len(items), "total": total}
-    if args.json or args.format == "json":
-        print_json(doc)
-    else:
-        print_text(canonical_json(doc).decode())
+    if args.section == "ncu" and args.candidate is not None:
+        doc["parent"] = state.candidates[args.candidate].prepared.resolved_parent
+    text = msgspec.json.encode(doc).decode() if (args.json or args.format == "json") else canonical_json(doc).decode()
+    _record_view(handle, state, args, text, len(items), total)
+    print_text(text)
     return 0
+
+
+def _record_view(handle, state, args, text: str, shown: int, total: int) -> None:
+    """What was handed to the asking actor, for cost.json: one ViewEmitted with its token count. A
+    writer that appended meanwhile is retried once against the new head."""
+    from ledger import events as ev
+    from ledger.errors import ConcurrencyError
+    from pw.agent.tokens import TOKENIZER, count_tokens
+    from pw.cli.common import actor
+
+    event = ev.ViewEmitted(section=args.section, candidate=args.candidate, group=args.group,
+                           tokens=count_tokens(text), tokenizer=TOKENIZER, shown=shown, total=total)
+    who = actor()
+    try:
+        try:
+            handle.record(state, [event], actor=who)
+        except ConcurrencyError:
+            handle.record(handle.state(), [event], actor=who)
+    except OSError as exc:  # a run on read-only media can still be inspected; only its cost record is lost
+        import sys
+
+        sys.stderr.write(f"pw inspect: view not recorded in cost.json ({handle.path}: {exc.strerror or exc})\n")
 
 
 def _speedscope(handle, state, candidate: str | None) -> int:

@@ -31,6 +31,12 @@ FILE_TYPES: list[tuple[str, str]] = [
     ("profile.diagnosis.json", "ledger.profile:Profile"),
     ("profile-diff.json", "projections.profile_diff:ProfileDiff"),
     ("report.json", "projections.report:ReportDoc"),
+    ("plan.json", "projections.run_files:PlanDoc"),
+    ("harness-state.json", "projections.run_files:HarnessStateDoc"),
+    ("bench.*.json", "projections.run_files:BenchDoc"),
+    ("experiment-state.json", "projections.run_files:ExperimentStateDoc"),
+    ("campaign-plan.json", "projections.run_files:CampaignPlanDoc"),
+    ("campaign-result.json", "projections.run_files:CampaignResultDoc"),
 ]
 
 

@@ -136,6 +136,13 @@ def overhead_of(spec: AdapterSpec, overheads: Mapping[str, float] | None = None)
     return measured if measured is not None and measured > 0 else spec.overhead_factor
 
 
+def claimable_gates(spec: AdapterSpec, gate_names: Iterable[str]) -> dict[str, str]:
+    """Each gate -> what this adapter's evidence can do for it: "open" (the adapter takes no gate off
+    the table; the gate still needs its own evidence) or "never: <why>" (its declared limit). Routing
+    and the briefs read this, so no child is credited with a gate it cannot pass."""
+    return {g: (f"never: {spec.gate_limits[g]}" if g in spec.gate_limits else "open") for g in gate_names}
+
+
 def estimated_cost(spec: AdapterSpec, runtime_s: float, overheads: Mapping[str, float] | None = None,
                    build_s: float = 0.0) -> float:
     """``spec.cost_s``, or with a measured factor ``measured * runtime_s``: the measured ratio is the
@@ -168,6 +175,9 @@ def route(phase: str, needs: Iterable[str], runtime_s: float, specs: Iterable[Ad
             rejected.append(Rejected(spec.name, "unusable: not probed on this host"))
         elif not u.usable:
             rejected.append(Rejected(spec.name, f"unusable: {u.reason}"))
+        elif spec.partial:
+            rejected.append(Rejected(spec.name, f"partial: imports pre-captured artifacts only (`pw import RUN "
+                                                f"{spec.name}=PATH`); cannot capture here or reprofile"))
         elif language not in spec.targets:
             rejected.append(Rejected(spec.name, f"target: {language} not in {spec.targets}"))
         elif phase not in spec.phases:
@@ -298,6 +308,8 @@ def reprofile_adapters(discovery: str | None, diagnosis: str | None, runtime_s: 
     spec = next((s for s in specs if s.name == diagnosis), None)
     if spec is None:
         return out, f"diagnosis adapter {diagnosis} is not installed"
+    if spec.partial or not spec.can_reprofile:
+        return out, f"diagnosis adapter {diagnosis} cannot reprofile (partial: imported artifacts only)"
     cost = estimated_cost(spec, runtime_s, overheads)
     if cost > budget_s:
         return out, f"{diagnosis} est. {cost:.1f} s > reprofile budget {budget_s:.1f} s"
