@@ -46,7 +46,7 @@ def test_a_clear_speedup_whose_hotspot_carries_it_stops_at_the_minimum():
 def test_a_saving_made_elsewhere_is_decided_as_not_carried():
     look = _look(_samples(np.random.default_rng(2), 8, carried=0.0), n=8)
     assert look.stop and look.reason == "faster" and look.mechanism == "not-carried"
-    lo, hi = look.fraction[1], look.fraction[2]
+    hi = look.fraction[2]
     assert hi < 0.5, look.fraction
 
 

@@ -14,7 +14,13 @@ import pytest
 
 from ledger.profile import Operation
 from projections.profile_diff import diff_profiles
-from pw.rules.gates_reprofiled import HotspotFacts, ProfileConsistency, consistency_check, decode_inputs, evaluate_gates
+from pw.rules.gates_reprofiled import (
+    HotspotFacts,
+    ProfileConsistency,
+    consistency_check,
+    decode_inputs,
+    evaluate_gates,
+)
 from pw.rules.rulesets import rule_set
 from pw.rules.startup import (
     STARTUP_OFFSET_MAX_CANDIDATE_FRACTION,
