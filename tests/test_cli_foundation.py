@@ -142,6 +142,7 @@ def _error_classes() -> dict[type, int]:
     from adapters.base import CaptureError
     from ledger import errors
     from pw.agent.skilltree import FrontmatterError
+    from pw.kernel_profile.nvml import NvmlUnavailable
     from pw.stats.errors import StatsInputError
 
     return {
@@ -157,6 +158,7 @@ def _error_classes() -> dict[type, int]:
         errors.ToolError: errors.EXIT_TOOL_FAILED,
         errors.DiskError: errors.EXIT_TOOL_FAILED,
         CaptureError: errors.EXIT_TOOL_FAILED,
+        NvmlUnavailable: errors.EXIT_TOOL_FAILED,
         errors.ConcurrencyError: errors.EXIT_CONFLICT,
     }
 

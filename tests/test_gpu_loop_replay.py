@@ -97,7 +97,12 @@ def test_the_v1_hotspot_gives_the_same_baseline_brief_as_recorded(run):
     brief = next(e.data for e in _events(run, "BriefEmitted") if e.data.target == "baseline")
     assert "span_share" not in brief.numbers["hotspot"] and hot.span_share is not None
     numbers = {**brief.numbers, "hotspot": {**brief.numbers["hotspot"], "span_share": hot.span_share}}
-    assert render_brief(numbers, count_tokens)[0] == brief.text
+    # The gates' line says what the gates are today (rules 19: the hotspot's part in the same runs);
+    # every other line is rendered as recorded.
+    again = render_brief(numbers, count_tokens)[0].splitlines()
+    recorded = brief.text.splitlines()
+    assert [x for x in again if not x.startswith("Verified needs")] == \
+        [x for x in recorded if not x.startswith("Verified needs")]
     assert f"({hot.span_share:.1%} of the host's CUDA span)" in brief.text
 
 

@@ -114,8 +114,8 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
     lines += [
         BriefLine(
             f"Verified needs all 6 gates: correctness (oracle{'+holdouts' if n.get('holdouts') else ''}), "
-            "significance (>=5 pairs, 95% CI>1.01), mechanism (the hotspot's part, changed code included, carries "
-            ">50% of the saving in the same runs), no collateral, attribution, reproducible.",
+            "significance (>=5 pairs, 95% CI>1.01), mechanism (hotspot's code carries >50% of the saving), "
+            "no collateral, attribution, reproducible.",
             0,
         ),
         BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate "
