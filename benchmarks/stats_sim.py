@@ -60,7 +60,7 @@ from scipy import integrate, stats
 # The repository root first: benchmarks/ledger.py would otherwise shadow the `ledger` package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pw.stats.adaptive import CAMPAIGN_RULE, CAMPAIGN_RULES, CampaignParams, run_campaign
+from pw.stats.adaptive import CAMPAIGN_RULE, CAMPAIGN_RULES, CampaignParams, run_campaign, run_looks
 from pw.stats.effect import CODE_FASTER, verdict_codes
 from pw.stats.paired import t_interval_log
 from pw.stats.planning import pairs_needed, plan_sequential
@@ -337,12 +337,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--campaign-rule", choices=CAMPAIGN_RULES, default=CAMPAIGN_RULE,
                         help=f"the adaptive campaigns' stopping rule (default {CAMPAIGN_RULE})")
     parser.add_argument("--campaigns-only", action="store_true", help="only the adaptive-campaign section")
+    parser.add_argument("--mechanism-only", action="store_true",
+                        help="only the mechanism section (pw.campaign/3: the speedup and the mechanism on the pairs)")
     args = parser.parse_args(argv)
     campaigns = args.campaigns or (300 if args.quick else 2000)
     if campaigns < 10:
         parser.error("--campaigns must be at least 10")
     started = time.perf_counter()
     root = np.random.SeedSequence(args.seed)
+    if args.mechanism_only:
+        return mechanism_report(root, min(campaigns, 400 if args.quick else 1000), started)
     if args.campaigns_only:
         return campaign_report(root, campaigns, args.campaign_rule, started)
 
@@ -445,6 +449,76 @@ def campaign_report(root, campaigns: int, rule: str, started: float) -> int:
     for key in ("campaign_pairs_ratio_cv5", "campaign_pairs_ratio_cv10", "campaign_aa_false_verified",
                 "campaign_coverage"):
         print(f"{key}={headline[key]:.4f}")
+    return 0
+
+
+# --- the mechanism on the pairs (pw.campaign/3, gate rules 19) -------------------------------------
+#
+# A 1 s program whose hotspot is 80% of each run (SAMPLES samples a run, as perf at 499 Hz gives a
+# 0.4 s run; 400 at 999 Hz): the candidate saves ``saving`` of the run, in the hotspot's code
+# ("honest") or outside it ("elsewhere"). Each run's time has CV ``cv``; each run's hotspot seconds are
+# its sampled share of the run (binomial over the run's samples) times its time, as the campaign
+# reduces a real run's profile. The campaign is pw's: pw.stats.adaptive.run_looks with the looks of
+# pw.rules.stopping (min 5 pairs, max 40, a look every 2). "Verified" here = the campaign stopped
+# FASTER with the mechanism carried (the fraction's anytime-valid set above 1/2); "mechanism passes"
+# = the mechanism carried, whatever stopped the campaign.
+
+MECH_SAMPLES = (200, 400)
+
+
+def mechanism_campaign(rng, *, cv: float, saving: float, where: str, samples: int, max_pairs: int = 40):
+    from pw.rules.stopping import look_of_samples
+
+    params = CampaignParams(max_pairs=max_pairs)
+    share_b = 0.8
+    share_c = (share_b - saving) / (1 - saving) if where == "honest" else share_b / (1 - saving)
+
+    def measure(first: int, count: int):
+        base = np.exp(rng.normal(0, cv, count))
+        cand = (1 - saving) * np.exp(rng.normal(0, cv, count))
+        hot_b = rng.binomial(samples, share_b, count) / samples * base
+        hot_c = rng.binomial(samples, min(share_c, 1.0), count) / samples * cand
+        return {"baseline": base.tolist(), "c": cand.tolist(), "baseline:hot_s": hot_b.tolist(), "c:hot_s": hot_c.tolist()}
+
+    def decide(series, elapsed):
+        return look_of_samples(series, ("baseline", None, "c"), params, elapsed, cpus=2, max_imbalance=None,
+                               fraction=0.5)
+
+    _series, looks, _ = run_looks(measure, params, decide, length_key="baseline")
+    last = looks[-1]
+    return last.reason == "faster", last.mechanism == "carried", last.n_pairs
+
+
+def mechanism_report(root, campaigns: int, started: float) -> int:
+    planned = plan_sequential(0.05, TARGET_EFFECT, min_effect=MIN_EFFECT).max_pairs
+    cells = [(cv, saving, where, n, budget) for budget in (40, planned) for n in MECH_SAMPLES for cv in (0.05,)
+             for saving in (0.05,) for where in ("honest", "elsewhere")] + \
+        [(0.10, 0.05, "honest", 400, 40), (0.05, 0.5, "honest", 200, 40)]
+    print(f"\nMechanism on the pairs (pw.campaign/3), {campaigns} campaigns per cell: hotspot 80% of the run")
+    print(f"{'cv':>5} {'saving':>7} {'where':>10} {'samples/run':>11} {'budget':>6} {'faster':>7} {'verified':>9} "
+          f"{'mech passes':>11} {'mean pairs':>10}")
+    out = {}
+    for k, (cv, saving, where, n, budget) in enumerate(cells):
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(root.entropy, spawn_key=(77, k))))
+        got = [mechanism_campaign(rng, cv=cv, saving=saving, where=where, samples=n, max_pairs=budget)
+               for _ in range(campaigns)]
+        faster = sum(f for f, _, _ in got) / campaigns
+        verified = sum(f and m for f, m, _ in got) / campaigns
+        passes = sum(m for _, m, _ in got) / campaigns
+        pairs = sum(p for _, _, p in got) / campaigns
+        out[cv, saving, where, n, budget] = (verified, passes, pairs, faster)
+        print(f"{cv * 100:4.1f}% {saving * 100:6.1f}% {where:>10} {n:>11} {budget:>6} {faster:>7.3f} {verified:>9.3f} "
+              f"{passes:>11.3f} {pairs:>10.1f}")
+    print(f"mechanism_campaigns_per_cell={campaigns}")
+    print(f"mechanism_runtime_s={time.perf_counter() - started:.1f}")
+    for budget in (40, planned):
+        for n in MECH_SAMPLES:
+            print(f"mechanism_honest5_cv5_verified_s{n}_b{budget}={out[0.05, 0.05, 'honest', n, budget][0]:.4f}")
+            print(f"mechanism_elsewhere5_cv5_passes_s{n}_b{budget}={out[0.05, 0.05, 'elsewhere', n, budget][1]:.4f}")
+        print(f"mechanism_speedup_power_cv5_b{budget}={out[0.05, 0.05, 'honest', 400, budget][3]:.4f}")
+    print(f"mechanism_planned_budget_pairs={planned}")
+    print(f"mechanism_honest5_cv5_verified={out[0.05, 0.05, 'honest', 200, planned][0]:.4f}")
+    print(f"mechanism_elsewhere5_cv5_passes={max(v[1] for k, v in out.items() if k[2] == 'elsewhere'):.4f}")
     return 0
 
 

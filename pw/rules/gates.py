@@ -196,8 +196,12 @@ def _pct(f: Fraction) -> str:
 
 
 def _carried(p: PairFacts, part: list[float]) -> Fraction:
+    """The fraction's set at the campaign's one-sided level (``pw.stats.adaptive.one_sided``): the gate
+    asks one question, "more than half?", as the campaign's stopping rule does."""
+    from pw.stats.adaptive import one_sided
+
     whole = [b - c for b, c in zip(p.reference_s, p.candidate_s)]
-    return fraction(part, whole, scale=p.reference_s, confidence=p.confidence, prior_scale=p.prior_scale)
+    return fraction(part, whole, scale=p.reference_s, confidence=one_sided(p.confidence), prior_scale=p.prior_scale)
 
 
 def hybrid_fraction(p: PairFacts) -> Fraction:
@@ -212,7 +216,8 @@ def hotspot_fraction(p: PairFacts) -> Fraction:
 
 def _judge_fraction(f: Fraction, what: str) -> tuple[str | None, str]:
     """(failure or None, the detail) of "``what`` carries most of the saving"."""
-    text = f"{what} carries {_pct(f)} of the saving ({f.confidence:.0%} anytime-valid, {f.n} pairs)"
+    text = (f"{what} carries {_pct(f)} of the saving ({f.confidence:.0%} anytime-valid, each side at "
+            f"{(1 - f.confidence) / 2:.0%}; {f.n} pairs)")
     if f.bounded and f.low > MIN_CARRIED_FRACTION:  # type: ignore[operator]
         return None, text
     if f.bounded and f.high < MIN_CARRIED_FRACTION:  # type: ignore[operator]

@@ -363,12 +363,26 @@ class MechanismSeries(msgspec.Struct, frozen=True):
     scale: tuple[float, ...]
 
 
+# g of the mechanism's confidence sequences: its per-pair values (a fraction of the run the hotspot's
+# part saved, less the threshold's share of the whole saving) are small against their own spread, so a
+# tighter mixture than the log ratios' serves them (benchmarks/stats_sim.py --mechanism-only measured it).
+MECHANISM_PRIOR_SCALE = 0.5
+
+
+def one_sided(confidence: float) -> float:
+    """The two-sided level whose each side errs with 1 - ``confidence``: the mechanism asks one
+    question at a time ("above the threshold?", or "below it?"), so each side may err at the
+    speedup's two-sided rate, not half of it."""
+    return 1.0 - 2.0 * (1.0 - confidence)
+
+
 def mechanism_state(series: MechanismSeries, params: CampaignParams, threshold: float):
-    """("carried" | "not-carried" | "undecided", the fraction) at this look (``pw.stats.shares``)."""
+    """("carried" | "not-carried" | "undecided", the fraction) at this look (``pw.stats.shares``):
+    carried when the fraction's one-sided anytime-valid bound lies above ``threshold``."""
     from .shares import decided_above, fraction
 
-    f = fraction(series.part, series.whole, scale=series.scale, confidence=params.confidence,
-                 prior_scale=params.prior_scale)
+    f = fraction(series.part, series.whole, scale=series.scale, confidence=one_sided(params.confidence),
+                 prior_scale=MECHANISM_PRIOR_SCALE)
     above = decided_above(f, threshold)
     return ("undecided" if above is None else "carried" if above else "not-carried"), f
 
@@ -388,7 +402,7 @@ def pairs_to_decide_fraction(series: MechanismSeries, params: CampaignParams, th
     if room <= 0.0 or sd == 0.0:
         return None
     ns = np.arange(n + 1, n + _MORE_CAP + 1, dtype=np.float64)
-    half = np.sqrt(radius_factor(ns, params.confidence, params.prior_scale) * sd * sd * (ns - 1.0) / ns)
+    half = np.sqrt(radius_factor(ns, one_sided(params.confidence), MECHANISM_PRIOR_SCALE) * sd * sd * (ns - 1.0) / ns)
     ok = np.flatnonzero(half < room)
     return int(ns[ok[0]]) - n if ok.size else None
 
