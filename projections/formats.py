@@ -27,7 +27,7 @@ import msgspec
 
 from ledger.contract import Profiling
 
-FORMAT = 3
+FORMAT = 4
 
 Downgrade = Callable[[bytes], bytes | None]
 
@@ -117,12 +117,27 @@ def _preflight_2(doc: Any) -> bool:
     return True
 
 
+# --- 4 -> 3: a region metric named by its timer line (Metric.timer) ---------------------------------
+
+
+def _plan_3(doc: Any) -> bool:
+    """Format 3's metric had no `timer`: a plan without one (every format-3 ledger's) loses nothing
+    without the key; one that names a timer was not written by format 3."""
+    contract = doc.get("contract") if isinstance(doc, dict) else None
+    metric = contract.get("metric") if isinstance(contract, dict) else None
+    if not isinstance(metric, dict) or metric.get("timer") is not None:
+        return False
+    metric.pop("timer", None)
+    return True
+
+
 STEPS: dict[int, Step] = {
     2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
             "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
             {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
              "report.json": _json(_report_1)}),
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
+    4: Step("a region metric's timer line (experiment-plan.json)", {"experiment-plan.json": _json(_plan_3)}),
 }
 
 

@@ -191,6 +191,6 @@ def short_statement(contract: Contract, event: ev.OracleChecked | None,
     if pair_generator(contract) is not None:
         text += "; fresh input per timed pair"
     if vary:
-        text += "; " + ", ".join(f"{name} lines {', '.join(str(n) for n in lines[:4])}" for name, lines in vary.items()) \
-            + " unchecked (vary)"
+        text += "; " + ", ".join(f"{name} line{'s' if len(lines) > 1 else ''} {', '.join(str(n) for n in lines[:4])}"
+                                 + ("..." if len(lines) > 4 else "") for name, lines in vary.items()) + " unchecked (vary)"
     return text
