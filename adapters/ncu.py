@@ -70,6 +70,7 @@ EXTRA_METRICS = [
 # (shared-memory traffic; global load requests and L2/DRAM bytes are above), atomics, divergence.
 # Asked for in the same capture; a tool that does not know one of them (another ncu, another GPU)
 # gets the capture again without them, and the counters are then missing, never the capture.
+CLASSES_OPTION = "class_counters"  # in capture.json: the capture asked for CLASS_METRICS
 CLASS_METRICS = [
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
     "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
@@ -273,9 +274,11 @@ _STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active
 _PIPE = re.compile(r"^sm__inst_executed_pipe_(\w+?)\.avg\.pct_of_peak_sustained_active$")
 
 
-def diagnose(km: KernelMetrics, rules: Sequence[RuleFinding] = ()) -> Diagnostic:
+def diagnose(km: KernelMetrics, rules: Sequence[RuleFinding] = (), *, classes: bool = False) -> Diagnostic:
     """The bounded diagnostic of one launch: registers, occupancy and its limiter, eligible warps,
-    issue activity, leading stalls, sectors per request, DRAM/L2 bytes, hit rates, pipes, rules."""
+    issue activity, leading stalls, sectors per request, DRAM/L2 bytes, hit rates, pipes, rules.
+    ``classes``: also the counts the mechanism classes read (a capture that asked for them, said by
+    its capture.json; an older capture's profile stays what it was, so its audit still holds)."""
     v = km.values
     miss: list[str] = []
     m: dict[str, float] = {}
@@ -299,9 +302,8 @@ def diagnose(km: KernelMetrics, rules: Sequence[RuleFinding] = ()) -> Diagnostic
     put("l2_bytes", "lts__t_bytes.sum")
     put("l1_hit_rate_pct", "l1tex__t_sector_hit_rate.pct")
     put("l2_hit_rate_pct", "lts__t_sector_hit_rate.pct")
-    # Counts the mechanism classes read (pw.rules.mechanisms); absent ones are simply not there (a
-    # capture made before they were asked for), never guessed.
-    for mid, name in (("global_load_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+    # Counts the mechanism classes read (pw.rules.mechanisms); absent ones are simply not there, never guessed.
+    for mid, name in () if not classes else (("global_load_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
                       ("global_store_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
                       ("shared_load_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"),
                       ("shared_store_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"),
@@ -467,7 +469,8 @@ def to_profile(diags: Sequence[Diagnostic], *, tool_version: str, target: str) -
 def diagnose_artifacts(artifacts: Mapping[str, bytes]) -> list[Diagnostic]:
     raw = parse_raw_csv(require_artifact(artifacts, RAW_ROLE, "ncu").decode(errors="replace"))
     rules = parse_details_csv(artifacts[DETAILS_ROLE].decode(errors="replace")) if DETAILS_ROLE in artifacts else {}
-    return [diagnose(k, rules.get(k.id, [])) for k in raw]
+    classes = "capture.json" in artifacts and bool(decode_meta(artifacts).options.get(CLASSES_OPTION))
+    return [diagnose(k, rules.get(k.id, []), classes=classes) for k in raw]
 
 
 # --- the adapter -------------------------------------------------------------------------------------
@@ -566,6 +569,7 @@ class NcuAdapter(Adapter):
         meta = self.write_meta(req.out_dir, tool_version=version, cwd=req.cwd, argv=list(req.argv),
                                options={"kernel": self.kernel or "", "skip": self.skip, "count": self.count,
                                         "sections": ",".join(sections_for(self.question)),
+                                        CLASSES_OPTION: True,
                                         **({"dropped_metrics": ",".join(dropped)} if dropped else {})})
         return Capture(adapter=self.spec.name, label=req.label, wall_s=r.wall_s, tool_version=version, commands=cmds,
                        artifacts={REPORT_ROLE: report, RAW_ROLE: raw, DETAILS_ROLE: details, "capture.json": meta,

@@ -12,6 +12,7 @@ says less is still a brief; a start that dies with a traceback leaves nothing to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,11 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _small_pct(x: float) -> str:
+    """A share that may be tiny (a kernel's of a run): two significant digits under 0.1%, not 0.0%."""
+    return f"{100 * x:.2g}%" if 0 < x < 0.001 else _pct(x)
+
+
 # Said instead of the run directory's path when that path is too long for the budget (the brief lives in it).
 RUN_HERE = "the directory holding this brief"
 
@@ -44,7 +50,7 @@ def _device_hotspot(hs: dict, where: str, adapter: str) -> str:
     share = hs.get("ceiling_share")
     text = f"Hotspot ({adapter}): {hs['name']}{where} = {_pct(hs['share'])} of device time"
     if share is not None and of:
-        text += f", {_pct(share)} of {of}"
+        text += f", {_small_pct(share)} of {of}"
     if hs.get("ceiling"):
         text += f"; Amdahl ceiling {hs['ceiling']:.2f}x of {of or 'the run'}"
     else:
@@ -62,7 +68,7 @@ def _limiter(g: dict) -> str:
         said = next((b for b in ("memory", "compute", "latency") if f"{b}-throughput bound" in limiter
                      or f"{b} bound" in limiter), None)
         agrees = bound and (said is None or said == bound)
-        roof = (f"; roofline{': ' + bound + '-bound' if agrees else ''}, kernel ceiling {g['kernel_ceiling']:.1f}x, "
+        roof = (f"; roofline: {bound + '-bound, ' if agrees else ''}kernel ceiling {g['kernel_ceiling']:.1f}x, "
                 f"program {g['program_ceiling']:.2f}x")
     return f"Limiter of {g['kernel']} (ncu): {limiter}{roof}"
 
@@ -170,39 +176,47 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
 
 
 # The shortened brief's essential lines are cut to at most this many characters (a path, a name, an
-# oracle statement can each be long), each step shorter; what was cut is in agent-brief.json and
-# `pw inspect`.
-SHORT_LINE_CHARS = (200, 140, 90)
+# oracle statement can each be long), each step shorter; the hotspot line is cut only at the last.
+# What was cut is in agent-brief.json and `pw inspect`.
+SHORT_LINE_CHARS = (160, 120, 90)
 GATES_SHORT = ("Verified needs all 6 gates: correctness, significance, mechanism, no collateral, attribution, "
                "reproducible.")
-POINTER = "Shortened to fit: agent-brief.json and `pw inspect RUN` hold the rest."
+POINTER = "(Shortened: agent-brief.json and `pw inspect RUN` have the rest.)"
 
 
-def _cut(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+def _cut(text: str, chars: int | None) -> str:
+    return text if chars is None or len(text) <= chars else text[: chars - 1].rstrip() + "…"
 
 
-def shortened(lines: list[BriefLine], chars: int = SHORT_LINE_CHARS[0]) -> list[BriefLine]:
-    """The essential lines in their short forms (the gates named without their rules, the editable
-    files without the workspace note), cut to ``chars`` characters each, with a pointer to what was
-    cut before the next command; the optional lines as they were (fit_brief drops them first)."""
+def _short_form(text: str) -> str:
+    """An essential line's short form: what it says without the explanations an agent can look up."""
+    if text.startswith("Verified needs all 6 gates"):
+        return GATES_SHORT
+    if text.startswith("Edit only: "):
+        return text.replace(" (in the workspace `pw prepare` makes)", "")
+    if text.startswith("Limiter of "):
+        text = text.replace(" (4 is ideal for 4-byte words)", "")
+        return re.sub(r", program [0-9.]+x$", "", text)
+    return text
+
+
+def shortened(lines: list[BriefLine], chars: int | None = None) -> list[BriefLine]:
+    """The essential lines in their short forms (``_short_form``); with ``chars``, each cut to that
+    many characters (the hotspot line only at the shortest step), and a pointer to what was cut
+    before the next command. The optional lines as they were (fit_brief drops them first)."""
     out = []
     for line in lines:
-        text = line.text
         if line.priority != 0:
             out.append(line)
             continue
-        if text.startswith("Verified needs all 6 gates"):
-            text = GATES_SHORT
-        elif text.startswith("Edit only: "):
-            text = text.replace(" (in the workspace `pw prepare` makes)", "")
-        elif text.startswith("Limiter of "):
-            text = text.replace(" (4 is ideal for 4-byte words)", "")
-        elif text.startswith("Next ("):
-            out.append(BriefLine(POINTER, 0))
+        text = _short_form(line.text)
+        if text.startswith("Next ("):
+            if chars is not None:
+                out.append(BriefLine(POINTER, 0))
             out.append(line)  # the command is the brief's point: never cut
             continue
-        out.append(BriefLine(_cut(text, chars), 0))
+        spare = text.startswith("Hotspot ") and chars is not None and chars > SHORT_LINE_CHARS[-1]
+        out.append(BriefLine(text if spare else _cut(text, chars), 0))
     return out
 
 
@@ -233,23 +247,15 @@ def render_brief(n: dict[str, Any], count: Callable[[str], int], budget: int = T
     """The fitted brief; it never fails. A run directory whose path alone would push the essentials
     over the budget is named by where the brief lives instead, so a deep `--runs-dir` cannot make
     `pw start` fail; essentials still over it are shortened (``shortened``), then cut (``_hard_cut``)."""
-    full = brief_lines(n)
-    for attempt in (full, shortened(full)):  # the run's own path is worth more than the long forms
+    full, here = brief_lines(n), brief_lines(n, run_ref=RUN_HERE)
+    # The run's own path is worth more than the long forms; the long forms more than cut lines.
+    attempts = [full, shortened(full), here, shortened(here), *(shortened(here, c) for c in SHORT_LINE_CHARS)]
+    for attempt in attempts:
         try:
             return fit_brief(attempt, count, budget)
         except ValueError:
-            pass
-    lines = brief_lines(n, run_ref=RUN_HERE)
-    try:
-        return fit_brief(lines, count, budget)
-    except ValueError:
-        pass
-    for chars in SHORT_LINE_CHARS:
-        try:
-            return fit_brief(shortened(lines, chars), count, budget)
-        except ValueError:
             continue
-    essential = [line for line in shortened(lines, SHORT_LINE_CHARS[-1]) if line.priority == 0]
+    essential = [line for line in attempts[-1] if line.priority == 0]
     # The next command first: what an agent must not lose is what to run.
     ordered = essential[-1:] + essential[:-1]
     return _hard_cut("\n".join(line.text for line in ordered), count, budget)

@@ -162,15 +162,15 @@ def device_findings(profile: Profile, hot: ev.HotspotSelected, *, per_run_s: flo
         ns = op.self_metrics.get("gpu_time_ns", 0.0)
         if op.kind not in ("memcpy", "memset") or total <= 0 or ns / total < min_share:
             continue
-        where = "host code issues it; not a kernel to rewrite"
+        where = "issued by host code, not a kernel"
         if of == "region" and per_run_s:
-            where = ("outside the timed region (longer than the whole region)" if ns / NS_PER_S > per_run_s
-                     else "inside or outside the timed region")
-        out.append(f"{op.name} takes {ns / total:.0%} of device time ({ns / 1e6:.3g} ms a run), {where}")
+            # Longer than the whole region: it cannot be inside it.
+            where = "outside the timed region" if ns / NS_PER_S > per_run_s else "in or outside the timed region"
+        out.append(f"{op.name}: {ns / total:.0%} of device time ({ns / 1e6:.3g} ms a run), {where}")
     busy = profile.totals.get("gpu_busy_ns", 0.0)
     if wall_s and busy > 0 and busy / NS_PER_S / wall_s < 0.5:
-        out.append(f"the device is busy {busy / NS_PER_S / wall_s:.1%} of the {wall_s:.3g} s run: host work "
-                   "(set-up, transfers, a CPU reference) is the rest")
+        out.append(f"the device is busy {busy / NS_PER_S / wall_s:.1%} of the {wall_s:.3g} s run; host work "
+                   "(set-up, copies, a CPU reference) is the rest")
     return out
 
 
