@@ -237,11 +237,11 @@ def _describe(klass: str, symbols: Sequence[str], operation: str, lines: Sequenc
 # A GPU candidate states its mechanism in words ("data reuse: shared-memory tiled GEMM"). The hotspot
 # kernel's device time falling is the mechanism; a hardware counter of that kernel (Nsight Compute,
 # one filtered launch in the parent and in the candidate) says why. Each class lists the counters
-# that show it, in the order they explain it best, and the way each must move. The class is read
-# from the stated mechanism (the first class whose keyword appears earliest in the text); the
-# counter credited is the first of the class's that moved its way by more than GPU_COUNTER_MIN_CHANGE
-# in both captures, else the one that came closest (so the gate can say it did not move), else the
-# first one either capture lacks (so the gate can say which is missing).
+# that show it, in the order they explain it best, and the way each must move. The classes are read
+# from the stated mechanism, the one whose keyword appears earliest in the text first; the counter
+# credited is the first, class by class, that moved its way by more than GPU_COUNTER_MIN_CHANGE
+# between the two captures, else the one that came closest (so the gate can say it did not move),
+# else the first one either capture lacks (so the gate can say which is missing).
 
 #: Same threshold as pw.rules.gates.GPU_COUNTER_MIN_CHANGE: counters of one launch repeat to well
 #: under 1% for the same binary and input; 5% leaves room for clocks and replay variation.
