@@ -66,6 +66,16 @@ EXTRA_METRICS = [
       for op in ("fadd", "fmul", "ffma", "dadd", "dmul", "dfma", "hadd", "hmul", "hfma")),
     "gpu__time_duration.sum",
 ]
+# What the mechanism classes beyond coalescing need (pw.rules.mechanisms.GPU_CLASSES): data reuse
+# (shared-memory traffic; global load requests and L2/DRAM bytes are above), atomics, divergence.
+# Asked for in the same capture; a tool that does not know one of them (another ncu, another GPU)
+# gets the capture again without them, and the counters are then missing, never the capture.
+CLASSES_OPTION = "class_counters"  # in capture.json: the capture asked for CLASS_METRICS
+CLASS_METRICS = [
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+    "smsp__thread_inst_executed_per_inst_executed.ratio", "smsp__sass_average_branch_targets_threads_uniform.pct",
+]
 
 SPEC = AdapterSpec(
     name="ncu",
@@ -75,7 +85,9 @@ SPEC = AdapterSpec(
               "global_store_sectors_per_request", "global_atomic_requests", "dram_bytes", "dram_read_bytes",
               "dram_write_bytes", "l2_bytes", "l1_hit_rate_pct", "l2_hit_rate_pct", "sm_throughput_pct",
               "memory_throughput_pct", "dram_throughput_pct", "fp32_flop", "fp64_flop", "fp16_flop",
-              "achieved_flops", "arithmetic_intensity"],
+              "achieved_flops", "arithmetic_intensity", "global_load_requests", "global_store_requests",
+              "shared_load_wavefronts", "shared_store_wavefronts", "threads_per_instruction",
+              "branch_uniformity_pct"],
     granularity=["kernel"],
     phases=["diagnosis"],
     targets=["cuda"],
@@ -262,9 +274,11 @@ _STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active
 _PIPE = re.compile(r"^sm__inst_executed_pipe_(\w+?)\.avg\.pct_of_peak_sustained_active$")
 
 
-def diagnose(km: KernelMetrics, rules: Sequence[RuleFinding] = ()) -> Diagnostic:
+def diagnose(km: KernelMetrics, rules: Sequence[RuleFinding] = (), *, classes: bool = False) -> Diagnostic:
     """The bounded diagnostic of one launch: registers, occupancy and its limiter, eligible warps,
-    issue activity, leading stalls, sectors per request, DRAM/L2 bytes, hit rates, pipes, rules."""
+    issue activity, leading stalls, sectors per request, DRAM/L2 bytes, hit rates, pipes, rules.
+    ``classes``: also the counts the mechanism classes read (a capture that asked for them, said by
+    its capture.json; an older capture's profile stays what it was, so its audit still holds)."""
     v = km.values
     miss: list[str] = []
     m: dict[str, float] = {}
@@ -288,6 +302,15 @@ def diagnose(km: KernelMetrics, rules: Sequence[RuleFinding] = ()) -> Diagnostic
     put("l2_bytes", "lts__t_bytes.sum")
     put("l1_hit_rate_pct", "l1tex__t_sector_hit_rate.pct")
     put("l2_hit_rate_pct", "lts__t_sector_hit_rate.pct")
+    # Counts the mechanism classes read (pw.rules.mechanisms); absent ones are simply not there, never guessed.
+    for mid, name in () if not classes else (("global_load_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"),
+                      ("global_store_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"),
+                      ("shared_load_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"),
+                      ("shared_store_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"),
+                      ("threads_per_instruction", "smsp__thread_inst_executed_per_inst_executed.ratio"),
+                      ("branch_uniformity_pct", "smsp__sass_average_branch_targets_threads_uniform.pct")):
+        if name in v:
+            m[mid] = v[name]
     if "dram_read_bytes" in m and "dram_write_bytes" in m:
         m["dram_bytes"] = m["dram_read_bytes"] + m["dram_write_bytes"]
     for op, mid in (("ld", "global_load_sectors_per_request"), ("st", "global_store_sectors_per_request")):
@@ -446,10 +469,19 @@ def to_profile(diags: Sequence[Diagnostic], *, tool_version: str, target: str) -
 def diagnose_artifacts(artifacts: Mapping[str, bytes]) -> list[Diagnostic]:
     raw = parse_raw_csv(require_artifact(artifacts, RAW_ROLE, "ncu").decode(errors="replace"))
     rules = parse_details_csv(artifacts[DETAILS_ROLE].decode(errors="replace")) if DETAILS_ROLE in artifacts else {}
-    return [diagnose(k, rules.get(k.id, [])) for k in raw]
+    classes = "capture.json" in artifacts and bool(decode_meta(artifacts).options.get(CLASSES_OPTION))
+    return [diagnose(k, rules.get(k.id, []), classes=classes) for k in raw]
 
 
 # --- the adapter -------------------------------------------------------------------------------------
+
+_UNKNOWN_METRIC = re.compile(rb"(failed to find metric|metric[^\n]*not found|unknown metric|invalid metric)", re.I)
+
+
+def unknown_metric(output: bytes) -> bool:
+    """Whether ncu's output says a requested metric does not exist here (pure)."""
+    return bool(_UNKNOWN_METRIC.search(output))
+
 
 def find_ncu(tool_path: str | None = None) -> str | None:
     if tool_path:
@@ -494,12 +526,13 @@ class NcuAdapter(Adapter):
         return Usability(usable=True, version=version, mode="clock-control-none", reason=f"ncu {version}; {how}",
                          notes=["counter access is checked by the first capture (ERR_NVGPUCTRPERM is reported)"])
 
-    def command(self, exe: str, req: CaptureRequest, report_base: str) -> list[str]:
+    def command(self, exe: str, req: CaptureRequest, report_base: str, *, classes: bool = True) -> list[str]:
         if not self.kernel:
             raise CaptureError("ncu needs the kernel to profile: a timeline must name the hotspot kernel first")
         secs = [a for s in sections_for(self.question) for a in ("--section", s)]
+        metrics = EXTRA_METRICS + [m for m in CLASS_METRICS if classes and m not in EXTRA_METRICS]
         return [exe, "--clock-control", "none", "--target-processes", "all", "-k", kernel_regex(self.kernel),
-                "-s", str(self.skip), "-c", str(self.count), *secs, "--metrics", ",".join(EXTRA_METRICS),
+                "-s", str(self.skip), "-c", str(self.count), *secs, "--metrics", ",".join(metrics),
                 "-f", "-o", report_base, "--", *req.argv]
 
     def capture(self, req: CaptureRequest) -> Capture:
@@ -514,6 +547,14 @@ class NcuAdapter(Adapter):
         if b"ERR_NVGPUCTRPERM" in log or b"ERR_NVGPUCTRPERM" in r.stderr:
             raise CaptureError("ncu: no permission to read GPU performance counters (ERR_NVGPUCTRPERM)")
         report = base + ".ncu-rep"
+        dropped: list[str] = []
+        if (r.returncode != 0 or not os.path.isfile(report)) and unknown_metric(log + r.stderr):
+            # A counter the classes ask for that this ncu or GPU does not have: the capture again
+            # without the class counters, which are then missing from it (named in capture.json).
+            dropped = list(CLASS_METRICS)
+            cmd = self.command(exe, req, base, classes=False)
+            r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout)
+            log = open(stdout, "rb").read()
         if r.returncode != 0 or not os.path.isfile(report):
             raise CaptureError(f"ncu exited {r.returncode} without a report: {last_line(r.stderr or log)}")
         raw = os.path.join(req.out_dir, RAW_ROLE)
@@ -527,7 +568,9 @@ class NcuAdapter(Adapter):
             cmds.append(imp)
         meta = self.write_meta(req.out_dir, tool_version=version, cwd=req.cwd, argv=list(req.argv),
                                options={"kernel": self.kernel or "", "skip": self.skip, "count": self.count,
-                                        "sections": ",".join(sections_for(self.question))})
+                                        "sections": ",".join(sections_for(self.question)),
+                                        CLASSES_OPTION: True,
+                                        **({"dropped_metrics": ",".join(dropped)} if dropped else {})})
         return Capture(adapter=self.spec.name, label=req.label, wall_s=r.wall_s, tool_version=version, commands=cmds,
                        artifacts={REPORT_ROLE: report, RAW_ROLE: raw, DETAILS_ROLE: details, "capture.json": meta,
                                   "stdout.txt": stdout})

@@ -7,6 +7,7 @@ types, with messages that name the field, lives in `pw.workload.manifest`.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 import msgspec
@@ -33,16 +34,41 @@ class Source(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     exclude: list[str] = []
 
 
+# A number as programs print it: 0.000231, 2.3e-04, .5, 12
+_NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+
+
+def timer_pattern(label: str) -> str:
+    """The region pattern a `timer` label stands for: the label, an optional colon, then the first
+    number on the same line or alone on the next (`GPU Runtime: 0.00023` and `GPU Runtime:` /
+    `0.00023` alike). The lines it spans carry the run's own time, so no oracle compares them."""
+    text = label.strip().rstrip(":").rstrip()
+    return re.escape(text) + r"[ \t]*:?[ \t]*(?:\r?\n[ \t]*)?" + _NUMBER
+
+
 class Metric(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What is timed: whole-process wall time, a region of interest the program prints, or one
-    operation's cost (``operation``: a function or kernel by name, measured in every timed run's
-    profile; the whole-process time is then the collateral check)."""
+    operation's cost. A region: `timer` names the label of a timer line (the number on that line or
+    the next), `pattern` is a regular expression with one group around the number, `json_key` a key
+    of a JSON line. An operation (``operation``: a function or kernel by name) is measured in every
+    timed run's profile, and the whole-process time is then the collateral check."""
 
     kind: Literal["wall", "roi", "operation"] = "wall"
     pattern: str | None = None
     json_key: str | None = None
     unit: Literal["s", "ms", "us", "ns"] = "s"
+    timer: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
     operation: str | None = None
+
+    @property
+    def region_pattern(self) -> str | None:
+        """The regular expression that finds the region's number (from `timer` or `pattern`), or
+        None (wall time, an operation, or a JSON key)."""
+        if self.kind != "roi":
+            return None
+        if self.timer is not None:
+            return timer_pattern(self.timer)
+        return self.pattern
 
 
 class Holdout(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

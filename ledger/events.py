@@ -548,6 +548,12 @@ class HotspotSelected(Payload, frozen=True):
     share: float
     amdahl_ceiling: float | None
     span_share: float | None = None
+    # What the ceiling is of, for a device-time profile: "region" (the region a region-of-interest
+    # metric times), "wall" (the program's wall time) or "span" (the host's CUDA span); and the
+    # operation's share of it, which the ceiling was taken from. None: the ceiling comes from
+    # ``share`` (any other profile, and device-time events recorded before this was said).
+    ceiling_of: str | None = None
+    ceiling_share: float | None = None
 
 
 class SourceTargetsEmitted(Payload, frozen=True):

@@ -119,17 +119,18 @@ def _preflight_2(doc: Any) -> bool:
     return True
 
 
-# --- 4 -> 3: one kind of run (an operation's cost as the metric) --------------------------------------
+# --- 4 -> 3: one kind of run (an operation's cost as the metric), a region named by its timer line ------
 
 
 def _plan_3(doc: Any) -> bool:
-    """Format 3's metric had no operation: a plan without one (every format-3 ledger's) loses nothing
-    without the key; a metric naming an operation was not written by format 3."""
+    """Format 3's metric had no `operation` and no `timer`: a plan without them (every format-3
+    ledger's) loses nothing without the keys; a metric naming either was not written by format 3."""
     contract = doc.get("contract") if isinstance(doc, dict) else None
     metric = contract.get("metric") if isinstance(contract, dict) else None
-    if not isinstance(metric, dict) or metric.get("operation") is not None:
+    if not isinstance(metric, dict) or metric.get("operation") is not None or metric.get("timer") is not None:
         return False
     metric.pop("operation", None)
+    metric.pop("timer", None)
     return True
 
 
@@ -163,8 +164,9 @@ STEPS: dict[int, Step] = {
             {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
              "report.json": _json(_report_1)}),
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
-    4: Step("a metric that is one operation's cost (experiment-plan.json); claim findings and unprofiled pairs "
-            "(report.json)", {"experiment-plan.json": _json(_plan_3), "report.json": _json(_report_3)}),
+    4: Step("a metric that is one operation's cost or a region named by its timer line (experiment-plan.json); "
+            "claim findings and unprofiled pairs (report.json)",
+            {"experiment-plan.json": _json(_plan_3), "report.json": _json(_report_3)}),
     5: Step("what each actor was handed (cost.json actors and total), and the documents' run-directory "
             "files (brief.md, plan.json, harness-state.json, bench.*.json, experiment-state.json, "
             "campaign-plan.json, campaign-result.json)",

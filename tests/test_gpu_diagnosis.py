@@ -17,6 +17,7 @@ from adapters.gpu_timeline import decode_jsonl, summarize, to_profile
 from adapters.registry import installed_specs
 from ledger.metrics import is_known
 from pw.rules import gates_reprofiled as gates
+from pw.rules.rulesets import rule_set
 from pw.rules.routing import discovery_needs, escalate, route
 from pw.workload.compare import compare_text
 
@@ -380,14 +381,14 @@ def test_judge_reads_the_counter_the_stated_mechanism_names():
                            "baseline_counters": normalized("baseline", sb), "candidate_counters": normalized("a", sc)})
     tb = _timeline("cupti-cuda-transpose-jsonl/baseline.jsonl")
     tt = _timeline("cupti-cuda-transpose-jsonl/tiled.jsonl")
-    c = judge._gpu_counter(s, {sb: db, sc: dc}, tb, tt)
+    c = judge._gpu_counter(s, {sb: db, sc: dc}, tb, tt, rule_set(18))
     assert (c.metric, c.before, c.after, c.direction) == ("global_store_sectors_per_request", 32.0, 4.0, "down")
     # No candidate capture: the counter is named missing, so the gate cannot pass.
-    c = judge._gpu_counter(msgspec_replace(s, candidate_counters=None), {sb: db}, tb, tt)
+    c = judge._gpu_counter(msgspec_replace(s, candidate_counters=None), {sb: db}, tb, tt, rule_set(18))
     assert c.after is None and not gates.gpu_counter_check(c)[0]
     # A CPU hotspot never asks for a counter.
     cpu = msgspec_replace(s, hotspot=(3, msgspec_replace(hot, metric="cpu_time_s")))
-    assert judge._gpu_counter(cpu, {}, None, None) is None
+    assert judge._gpu_counter(cpu, {}, None, None, rule_set(18)) is None
 
 
 def msgspec_replace(obj, **kw):

@@ -110,7 +110,8 @@ def test_gpu_loop_wiring_with_replayed_captures(tmp_path, replayed_gpu):
     hot = next(e.data for e in events if isinstance(e.data, ev.HotspotSelected))
     assert (hot.operation, hot.file, hot.line_start, hot.line_end) == ("transpose_kernel@[gpu]", "transpose.cu", 6, 12)
     brief = (run / "agent-brief.txt").read_text()
-    assert "transpose_kernel" in brief and "55.8% of gpu_time_ns" in brief
+    assert "transpose_kernel" in brief and "55.8% of device time" in brief
+    assert f"{hot.ceiling_share:.1%} of the wall time; Amdahl ceiling {hot.amdahl_ceiling:.2f}x of the wall time" in brief
     assert "uncoalesced global stores: 32.0 sectors/request" in brief
     emitted = next(e.data for e in events if isinstance(e.data, ev.BriefEmitted))
     assert emitted.tokens <= 320

@@ -3,10 +3,16 @@
 `render_brief` is pure; `fit_brief` drops the lowest-priority lines until the text fits the token
 budget (320 o200k_base tokens, counted by a real tokenizer). The numbers behind every line go to
 `agent-brief.json`; expanded diagnostics go to `agent-view.json`, read through `pw inspect`.
+
+`render_brief` never fails: when the essential lines alone exceed the budget (a long run path,
+suite paths, a templated kernel name), it names the run by where the brief lives, then shortens the
+essential lines and points at `pw inspect`, and last cuts the text at the budget. A brief that
+says less is still a brief; a start that dies with a traceback leaves nothing to read.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +31,56 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _small_pct(x: float) -> str:
+    """A share that may be tiny (a kernel's of a run): two significant digits under 0.1%, not 0.0%."""
+    return f"{100 * x:.2g}%" if 0 < x < 0.001 else _pct(x)
+
+
 # Said instead of the run directory's path when that path is too long for the budget (the brief lives in it).
 RUN_HERE = "the directory holding this brief"
+
+
+_OF = {"region": "the timed region", "wall": "the wall time", "span": "the host's CUDA span"}
+
+
+def _device_hotspot(hs: dict, where: str, adapter: str) -> str:
+    """A device-time hotspot with what its ceiling is of (`ceiling_of`, `ceiling_share`, as the
+    hotspot rule recorded them): its share of device time, and of the region or the run."""
+    of = _OF.get(hs.get("ceiling_of") or "", "")
+    share = hs.get("ceiling_share")
+    text = f"Hotspot ({adapter}): {hs['name']}{where} = {_pct(hs['share'])} of device time"
+    if share is not None and of:
+        text += f", {_small_pct(share)} of {of}"
+    if hs.get("ceiling"):
+        text += f"; Amdahl ceiling {hs['ceiling']:.2f}x of {of or 'the run'}"
+    else:
+        text += f"; no Amdahl ceiling (it is all of {of or 'the run'})"
+    return text
+
+
+def _limiter(g: dict) -> str:
+    """One limiter statement: the counters' limiter, with the roofline's bound only where it agrees
+    (a "memory-throughput bound" limiter beside "roofline: compute-bound" says two things)."""
+    limiter = g["limiter"]
+    roof = ""
+    if g.get("kernel_ceiling") and g.get("program_ceiling"):
+        bound = g.get("bound")
+        said = next((b for b in ("memory", "compute", "latency") if f"{b}-throughput bound" in limiter
+                     or f"{b} bound" in limiter), None)
+        agrees = bound and (said is None or said == bound)
+        roof = (f"; roofline: {bound + '-bound, ' if agrees else ''}kernel ceiling {g['kernel_ceiling']:.1f}x, "
+                f"program {g['program_ceiling']:.2f}x")
+    return f"Limiter of {g['kernel']} (ncu): {limiter}{roof}"
+
+
+def _kernel_finding(split: dict) -> str:
+    """The OS kernel's share, in the words of what measured it: a sampler's frames, or the rusage
+    of the timed runs (then no sample was taken)."""
+    causes = sorted(((v, c) for c, v in split.get("kernel_causes", {}).items() if c != "other"), reverse=True)
+    top = f" (mostly {causes[0][1]})" if causes else ""
+    if split.get("source"):  # rusage: CPU seconds, not samples
+        return f"Finding: {_pct(split['kernel'])} of the CPU time is system time (rusage of the timed runs){top}"
+    return f"Finding: {_pct(split['kernel'])} of samples in the OS kernel{top}, not in your code"
 
 
 def _wall_part(hs: dict) -> str:
@@ -48,6 +102,15 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
     subject = (f"Current best {current} ({n['cumulative']:.3g}x over baseline)" if current and n.get("cumulative")
                else f"Current best {current}" if current else "Baseline")
     slices_dir = n.get("slices_dir", "source-slices/")
+    where = f" {hs['file']}:{hs['line_start']}-{hs['line_end']}" if hs.get("file") else ""
+    if hs.get("ceiling_of"):  # a device-time hotspot that says what its ceiling is of
+        hot_line = _device_hotspot(hs, where, f"{n['adapter']}, {n['adapter_mode'] or 'default'}")
+    elif hs.get("ceiling") and hs.get("file"):
+        hot_line = (f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']}{where} = "
+                    f"{_pct(hs['share'])} of {hs['metric']}{_wall_part(hs)}; Amdahl ceiling {hs['ceiling']:.2f}x")
+    else:
+        hot_line = (f"Hotspot ({n['adapter']}): {hs['name']} = {_pct(hs['share'])} of {hs['metric']}"
+                    + (f"; Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") else ""))
     lines = [
         BriefLine(f"ProfileWeaver brief · run {n['run_id']} · workload {n['workload']}", 0),
         BriefLine(
@@ -55,31 +118,23 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
             f"(CV {_pct(n['baseline_cv'] or 0.0)}); oracle: {n['oracle']}",
             0,
         ),
-        BriefLine(
-            f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']} "
-            f"{hs['file']}:{hs['line_start']}-{hs['line_end']} = {_pct(hs['share'])} of {hs['metric']}"
-            f"{_wall_part(hs)}; Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") and hs.get("file") else
-            f"Hotspot ({n['adapter']}): {hs['name']} = {_pct(hs['share'])} of {hs['metric']}"
-            + (f"; Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") else ""),
-            0,
-        ),
+        BriefLine(hot_line, 0),
     ]
+    if (n.get("region") or {}).get("warning"):  # must be said: the metric may not time the kernel
+        lines.append(BriefLine(f"Warning: {n['region']['warning']}", 0))
     if n.get("gpu", {}).get("timeline"):
         lines.append(BriefLine(f"Timeline: {n['gpu']['timeline']}", 0))
     elif n.get("gpu"):
-        g = n["gpu"]
-        roof = (f"; roofline: {g['bound']}-bound, kernel ceiling {g['kernel_ceiling']:.1f}x, "
-                f"program {g['program_ceiling']:.2f}x") if g.get("kernel_ceiling") and g.get("program_ceiling") else ""
-        lines.append(BriefLine(f"Limiter of {g['kernel']} (ncu): {g['limiter']}{roof}", 0))
+        lines.append(BriefLine(_limiter(n["gpu"]), 0))
+    for i, f in enumerate(n.get("findings") or []):
+        lines.append(BriefLine(f"Finding: {f}", 1 if i == 0 else 4))
     if n.get("beside"):  # the hotspot sets up the data: name what the user may want judged instead
         b = n["beside"]
         lines.append(BriefLine(f"Beside it: {b['name']} = {_pct(b['share'])}; the hotspot looks like set-up: to judge "
                                f"campaigns on {b['name']}'s own cost, `pw start --operation {b['name']}`", 1))
     split = n.get("time_split") or {}
     if split.get("kernel", 0.0) >= KERNEL_FINDING:  # a finding, never the hotspot: said, kept short
-        causes = sorted(((v, c) for c, v in split.get("kernel_causes", {}).items() if c != "other"), reverse=True)
-        top = f" (mostly {causes[0][1]})" if causes else ""
-        lines.append(BriefLine(f"Finding: {_pct(split['kernel'])} of samples in the OS kernel{top}, not in your code", 1))
+        lines.append(BriefLine(_kernel_finding(split), 1))
     pb = n.get("profiling_build") or {}
     if pb.get("same_code") is False:  # must be said: lines come from code that is not the timed code
         lines.append(BriefLine(f"Caution: lines come from a -g build whose code differs: {pb['note']}", 0))
@@ -124,13 +179,90 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
     return lines
 
 
+# The shortened brief's essential lines are cut to at most this many characters (a path, a name, an
+# oracle statement can each be long), each step shorter; the hotspot line is cut only at the last.
+# What was cut is in agent-brief.json and `pw inspect`.
+SHORT_LINE_CHARS = (160, 120, 90)
+GATES_SHORT = ("Verified needs all 6 gates: correctness, significance, mechanism, no collateral, attribution, "
+               "reproducible.")
+POINTER = "(Shortened: agent-brief.json and `pw inspect RUN` have the rest.)"
+
+
+def _cut(text: str, chars: int | None) -> str:
+    return text if chars is None or len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
+def _short_form(text: str) -> str:
+    """An essential line's short form: what it says without the explanations an agent can look up."""
+    if text.startswith("Verified needs all 6 gates"):
+        return GATES_SHORT
+    if text.startswith("Edit only: "):
+        return text.replace(" (in the workspace `pw prepare` makes)", "")
+    if text.startswith("Limiter of "):
+        text = text.replace(" (4 is ideal for 4-byte words)", "")
+        return re.sub(r", program [0-9.]+x$", "", text)
+    return text
+
+
+def shortened(lines: list[BriefLine], chars: int | None = None) -> list[BriefLine]:
+    """The essential lines in their short forms (``_short_form``); with ``chars``, each cut to that
+    many characters (the hotspot line only at the shortest step), and a pointer to what was cut
+    before the next command. The optional lines as they were (fit_brief drops them first)."""
+    out = []
+    for line in lines:
+        if line.priority != 0:
+            out.append(line)
+            continue
+        text = _short_form(line.text)
+        if text.startswith("Next ("):
+            if chars is not None:
+                out.append(BriefLine(POINTER, 0))
+            out.append(line)  # the command is the brief's point: never cut
+            continue
+        spare = text.startswith("Hotspot ") and chars is not None and chars > SHORT_LINE_CHARS[-1]
+        out.append(BriefLine(text if spare else _cut(text, chars), 0))
+    return out
+
+
+def _hard_cut(text: str, count: Callable[[str], int], budget: int) -> tuple[str, int]:
+    """The first lines of ``text`` that fit, the last of them cut by characters when even one does
+    not: the brief always exists and never exceeds the budget."""
+    kept: list[str] = []
+    for row in text.splitlines():
+        trial = "\n".join([*kept, row]) + "\n"
+        if count(trial) <= budget:
+            kept.append(row)
+            continue
+        lo, hi = 0, len(row)
+        while lo < hi:  # the longest prefix of this row that still fits
+            mid = (lo + hi + 1) // 2
+            if count("\n".join([*kept, row[:mid] + "…"]) + "\n") <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo:
+            kept.append(row[:lo] + "…")
+        break
+    body = "\n".join(kept) + "\n"
+    return body, count(body)
+
+
 def render_brief(n: dict[str, Any], count: Callable[[str], int], budget: int = TOKEN_BUDGET) -> tuple[str, int]:
-    """The fitted brief. A run directory whose path alone would push the essentials over the budget is
-    named by where the brief lives instead, so a deep `--runs-dir` cannot make `pw start` fail."""
-    try:
-        return fit_brief(brief_lines(n), count, budget)
-    except ValueError:
-        return fit_brief(brief_lines(n, run_ref=RUN_HERE), count, budget)
+    """The fitted brief; it never fails. A run directory whose path alone would push the essentials
+    over the budget is named by where the brief lives instead, so a deep `--runs-dir` cannot make
+    `pw start` fail; essentials still over it are shortened (``shortened``), then cut (``_hard_cut``)."""
+    full, here = brief_lines(n), brief_lines(n, run_ref=RUN_HERE)
+    # The run's own path is worth more than the long forms; the long forms more than cut lines.
+    attempts = [full, shortened(full), here, shortened(here), *(shortened(here, c) for c in SHORT_LINE_CHARS)]
+    for attempt in attempts:
+        try:
+            return fit_brief(attempt, count, budget)
+        except ValueError:
+            continue
+    essential = [line for line in attempts[-1] if line.priority == 0]
+    # The next command first: what an agent must not lose is what to run.
+    ordered = essential[-1:] + essential[:-1]
+    return _hard_cut("\n".join(line.text for line in ordered), count, budget)
 
 
 def fit_brief(lines: list[BriefLine], count: Callable[[str], int], budget: int = TOKEN_BUDGET) -> tuple[str, int]:

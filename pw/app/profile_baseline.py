@@ -52,6 +52,20 @@ def baseline_runtime(state) -> float:
     return 1.0
 
 
+def timed_per_run(state) -> tuple[float | None, str | None, float | None]:
+    """(the timed metric of one baseline run in seconds, what it is: "region" or "wall", the run's
+    wall time in seconds): medians of the baseline-variance runs. A device-time hotspot's ceiling is
+    of the first (``hotspot.select_hotspot``)."""
+    timing = next((t for t in state.timings if t.purpose == "baseline-variance" and t.samples.get("baseline")), None)
+    if timing is None:
+        return None, None, None
+    metric = statistics.median(timing.samples["baseline"])
+    if state.run.contract.metric.kind == "roi":
+        walls = timing.samples.get("baseline:wall_s") or []
+        return metric, "region", (statistics.median(walls) if walls else None)
+    return metric, "wall", metric
+
+
 def _editable_files(state, target: Target) -> set[str]:
     from pw.rules.candidates import is_editable, protected_files
 
@@ -110,8 +124,10 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
     events += [found.captured, found.normalized]
     editable = _editable_files(state, target)
     named = contract.metric.operation if contract.metric.kind == "operation" else None
+    per_run, of, wall = timed_per_run(state)
     try:
-        hot = hs.select_named(found.profile, named) if named else hs.select_hotspot(found.profile, editable)
+        hot = hs.select_named(found.profile, named) if named else \
+            hs.select_hotspot(found.profile, editable, per_run_s=per_run, of=of)
     except ValueError as exc:
         if named:
             return events + [ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable",
@@ -165,7 +181,9 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
                 deep, captured=msgspec.structs.replace(deep.captured, build_note=dbg.note))
         events += [deep.captured, deep.normalized]
         if diagnosis.chosen == "ncu":
-            gpu = ncu_view(handle, deep.captured, hot.share)
+            # The roofline's program ceiling through the same share as the Amdahl ceiling's (of
+            # the region or the run), so the brief's two ceilings cannot disagree.
+            gpu = ncu_view(handle, deep.captured, hot.ceiling_share if hot.ceiling_share is not None else hot.share)
         # callgrind charges inlined code to the caller (kernel_gemm's loop as main's lines):
         # move those line costs to the function whose definition holds them.
         deep_profile = hs.reattribute_inlined(deep.profile, _definitions(target.src_dir, deep.profile))
@@ -173,8 +191,10 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
             break
         profile_for_lines = deep_profile
         at, at_profile = _answered_rung(diagnosis, deep_profile), deep_profile
+    device = {"findings": hs.device_findings(found.profile, hot, per_run_s=per_run, of=of, wall_s=wall),
+              "region": hs.region_check(found.profile, per_run if of == "region" else None)}
     rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen, gpu,
-                            build=dbg)
+                            build=dbg, extra={k: v for k, v in device.items() if v} or None)
     located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)
     for t in (located.document.get("targets", []) if located else []):
         if t.get("role") == "hotspot":  # the parser's definition range, not just the sampled lines
@@ -363,12 +383,13 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "run_id": run.run_id, "run_dir": str(handle.path), "workload": contract.name,
         "metric": f"{contract.metric.kind} time", "baseline_mean_s": round(mean, 6), "baseline_runs": len(xs),
         "baseline_cv": round(cv, 6) if cv is not None else None,
-        "oracle": short_statement(contract, state.oracles.get("baseline")),
+        "oracle": short_statement(contract, state.oracles.get("baseline"), _oracle_vary(handle, state)),
         "holdouts": bool(contract.oracle.holdout or contract.oracle.generators),
         "adapter": adapter, "adapter_mode": probe.mode if probe else None,
         "hotspot": {"name": hot.name, "file": hot.file, "line_start": hot.line_start, "line_end": hot.line_end,
                     "share": hot.share, "metric": hot.metric, "ceiling": hot.amdahl_ceiling,
-                    "span_share": hot.span_share, "operation": hot.operation},
+                    "span_share": hot.span_share, "operation": hot.operation,
+                    **({"ceiling_of": hot.ceiling_of, "ceiling_share": hot.ceiling_share} if hot.ceiling_of else {})},
         "hot_lines": line_shares,
         "mechanisms": [{"id": m["id"], "score": round(m["score"], 3), "description": m["description"],
                         "evidence": [_evidence_text(e) for e in m["evidence"] if e["kind"] == "fact"][:2]}
@@ -431,6 +452,15 @@ def largest_beside(profile: Profile, hot, editable: set[str]) -> dict | None:
     best = max(others, key=lambda o: (o.self_metrics.get(metric, 0.0), o.id))
     share = best.self_metrics.get(metric, 0.0) / total
     return {"name": best.name, "share": round(share, 6)} if share >= 0.05 else None
+def _oracle_vary(handle, state) -> dict[str, list[int]]:
+    """The lines the baseline's inferred oracle set aside as varying (from its stored bundle)."""
+    from pw.workload.compare import decode_streams, is_bundle
+
+    oracle = state.oracles.get("baseline")
+    if oracle is None or not oracle.output_sha256 or not handle.evidence.has(oracle.output_sha256):
+        return {}
+    stored = handle.evidence.get(oracle.output_sha256)
+    return dict(decode_streams(stored).vary) if is_bundle(stored) else {}
 
 
 def _time_split(state, discovery: Profile) -> dict:

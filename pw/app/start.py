@@ -43,6 +43,9 @@ from pw.workload.inference import infer_contract, slug
 from pw.workload.manifest import MANIFEST, load_manifest, place_in_root
 
 BASELINE_RUNS = 5  # timed runs after one warm-up; enough to estimate run-to-run variation
+# A region a program times repeats to a few percent on a quiet machine; a wider spread says it holds
+# something that is not the same work every run (driver start-up, a JIT, page faults of a first touch).
+REGION_SPREAD_WARN = 0.10
 
 
 class StartOptions(msgspec.Struct, frozen=True):
@@ -69,6 +72,11 @@ class StartResult(msgspec.Struct, frozen=True):
     next: str
     message: str = ""
     oracle: str = ""  # what the oracle compares, in words
+    # What a new user should know about this baseline, one line each: output lines set aside
+    # because they vary, a timer that could be the metric and how to choose it (`notes`); a region
+    # whose spread says it times something else than its kernels (`warnings`).
+    notes: list[str] = []
+    warnings: list[str] = []
 
 
 Progress = Callable[[str], None]
@@ -365,6 +373,8 @@ def _ready(handle: RunHandle, state: RunState, run: ev.RunStarted, skipped: list
         # A contract failure, not a pass: said now, and every verdict is capped at proposed.
         message = (f"the oracle compares nothing: {oracle.compares_nothing}; until it does, no candidate "
                    "can be verified (ceiling: proposed)")
+    notes = varying_notes(handle, run.contract, oracle)
+    warnings = region_warnings(run.contract, state)
     return StartResult(
         run_dir=str(handle.path),
         run_id=run.run_id,
@@ -376,7 +386,54 @@ def _ready(handle: RunHandle, state: RunState, run: ev.RunStarted, skipped: list
         next=next_cmd,
         message=message,
         oracle=oracle.compared if oracle is not None and oracle.compared else "",
+        notes=notes,
+        warnings=warnings,
     )
+
+
+def varying_notes(handle: RunHandle, contract: Contract, oracle: ev.OracleChecked | None) -> list[str]:
+    """The lines the inferred oracle set aside because they vary run to run, and, for a run timed
+    by its wall clock, the labelled timer among them offered as the region to time instead."""
+    from pw.workload.compare import decode_streams, is_bundle, timer_labels, unchecked_text
+
+    if oracle is None or not oracle.output_sha256 or not handle.evidence.has(oracle.output_sha256):
+        return []
+    stored = handle.evidence.get(oracle.output_sha256)
+    if not is_bundle(stored):
+        return []
+    bundle = decode_streams(stored)
+    if not bundle.vary:
+        return []
+    notes = [unchecked_text(bundle.vary) + "; the rest of the output is compared"]
+    timers = timer_labels(bundle.stdout, bundle.vary.get("stdout", []))
+    if timers and contract.metric.kind == "wall":
+        shown = ", ".join(f'"{label}" (line {n})' for n, label in timers[:3])
+        label = timers[0][1].replace('"', '\\"')
+        notes.append(f"timers: {shown}; to judge rewrites by a region the program times rather than its whole "
+                     f'wall time, add to profileweaver.json: "metric": {{"kind": "roi", "timer": "{label}"}}')
+    return notes
+
+
+def region_warnings(contract: Contract, state: RunState) -> list[str]:
+    """A region-of-interest metric whose baseline runs spread widely, or that lasts far longer than
+    the device work the profile found in one run: it times something besides the kernels."""
+    if contract.metric.kind != "roi":
+        return []
+    import statistics
+
+    timing = next((t for t in state.timings if t.purpose == "baseline-variance"), None)
+    xs = list(timing.samples.get("baseline", [])) if timing is not None else []
+    out: list[str] = []
+    if len(xs) > 1 and statistics.fmean(xs) > 0:
+        cv = statistics.stdev(xs) / statistics.fmean(xs)
+        if cv > REGION_SPREAD_WARN:
+            out.append(f"the timed region varies {cv:.0%} run to run (over {REGION_SPREAD_WARN:.0%}): it may time "
+                       "driver start-up (lazy module loading, a PTX JIT), allocation or first-touch page faults "
+                       "rather than the same work every run; a speedup measured on it may not be the kernel's")
+    region = (state.brief.numbers.get("region") if state.brief is not None else None) or {}
+    if region.get("warning"):
+        out.append(region["warning"])
+    return out
 
 
 def start(opts: StartOptions, progress: Progress = lambda _: None) -> StartResult:

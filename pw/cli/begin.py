@@ -66,8 +66,10 @@ def start(args) -> int:
     lines.append(f"baseline: {result.status}")
     if result.oracle:
         lines.append(f"oracle compares: {result.oracle}")
+    lines += [f"note: {n}" for n in result.notes]
     if result.message:
         lines.append(f"WARNING: {result.message}")
+    lines += [f"WARNING: {w}" for w in result.warnings]
     brief = f"{result.run_dir}/agent-brief.txt"
     from pathlib import Path
 

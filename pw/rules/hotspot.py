@@ -90,12 +90,36 @@ def accounted_split(user_s: list[float], sys_s: list[float]) -> dict | None:
             "source": "rusage of the timed runs (the profile samples user space only)"}
 
 
-def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSelected:
-    """The editable operation with the largest self cost (ties by id); falls back to any operation."""
+# What a device-time ceiling can be of: the region the program times (a region-of-interest metric),
+# the program's wall time (a wall metric), or the host's CUDA span (neither known).
+CEILING_OF = ("region", "wall", "span")
+NS_PER_S = 1e9
+
+
+def _device_kernels(profile: Profile, ops: list[Operation]) -> list[Operation]:
+    """In a device-time profile, the kernels among ``ops`` when there are any: a memcpy or memset is
+    called from host code (often outside the region a program times), so it is a finding beside the
+    hotspot, never the hotspot itself; a timeline of copies alone keeps them."""
+    if profile.primary_metric not in DEVICE_METRICS:
+        return ops
+    return [op for op in ops if op.kind == "kernel"] or ops
+
+
+def select_hotspot(profile: Profile, editable_files: set[str], *, per_run_s: float | None = None,
+                   of: str | None = None) -> ev.HotspotSelected:
+    """The editable operation with the largest self cost (ties by id); falls back to any operation.
+
+    For a device-time profile (one run's GPU timeline) the hotspot is a kernel, and with
+    ``per_run_s`` (the timed metric of one run in seconds: the region's median for a region-of-interest
+    metric, ``of="region"``, or the run's wall time, ``of="wall"``) its Amdahl ceiling is of that
+    metric: its device time per run over ``per_run_s``. Without it the ceiling is of the host's CUDA
+    span, as before. The chosen share is recorded (``ceiling_of``, ``ceiling_share``) so that readers
+    say it and never re-derive it."""
     metric = profile.primary_metric
     total = profile.totals.get(metric, 0.0)
     ops = [op for op in profile.operations if op.file in editable_files] or \
         [op for op in profile.operations if not is_kernel(op)] or list(profile.operations)
+    ops = _device_kernels(profile, ops)
     if not ops or total <= 0:
         raise ValueError("the profile has no operations with cost; cannot choose a hotspot")
     hot: Operation = min(ops, key=lambda o: (-o.self_metrics.get(metric, 0.0), o.id))
@@ -103,7 +127,12 @@ def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSele
     inclusive = hot.inclusive_metrics.get(metric, hot.self_metrics.get(metric, 0.0))
     share = min(1.0, inclusive / total)
     span = wall_share(profile, inclusive)  # recorded: readers (the brief) say it, never re-derive it
-    ceiling = amdahl_ceiling(share if span is None else span)
+    ceiling_of = ceiling_share = None
+    if metric in DEVICE_METRICS and per_run_s is not None and per_run_s > 0 and of in ("region", "wall"):
+        ceiling_of, ceiling_share = of, min(1.0, inclusive / NS_PER_S / per_run_s)
+    elif span is not None:
+        ceiling_of, ceiling_share = "span", span
+    ceiling = amdahl_ceiling(share if ceiling_share is None else ceiling_share)
     return ev.HotspotSelected(
         operation=hot.id,
         name=hot.name,
@@ -114,6 +143,8 @@ def select_hotspot(profile: Profile, editable_files: set[str]) -> ev.HotspotSele
         share=round(share, 6),
         amdahl_ceiling=None if ceiling is None else round(ceiling, 6),
         span_share=None if span is None else round(span, 6),
+        ceiling_of=ceiling_of,
+        ceiling_share=None if ceiling_share is None else round(ceiling_share, 6),
     )
 
 
@@ -136,6 +167,45 @@ def select_named(profile: Profile, name: str) -> ev.HotspotSelected:
     return ev.HotspotSelected(operation=hot.id, name=hot.name, file=hot.file, line_start=hot.line_start,
                               line_end=hot.line_end, metric=metric, share=round(share, 6),
                               amdahl_ceiling=None if ceiling is None else round(ceiling, 6))
+def device_findings(profile: Profile, hot: ev.HotspotSelected, *, per_run_s: float | None, of: str | None,
+                    wall_s: float | None, min_share: float = 0.10) -> list[str]:
+    """What a GPU timeline shows beside its hotspot kernel, one statement each (pure): the copies and
+    memsets that take a large share of device time (host code issues them; with a region metric,
+    the ones that cannot fit in the region lie outside it), and the share of the run in which the
+    device does nothing (host work: set-up, a CPU reference)."""
+    if profile.primary_metric not in DEVICE_METRICS:
+        return []
+    total = profile.totals.get("gpu_time_ns", 0.0)
+    out: list[str] = []
+    for op in sorted(profile.operations, key=lambda o: (-o.self_metrics.get("gpu_time_ns", 0.0), o.id)):
+        ns = op.self_metrics.get("gpu_time_ns", 0.0)
+        if op.kind not in ("memcpy", "memset") or total <= 0 or ns / total < min_share:
+            continue
+        where = "issued by host code, not a kernel"
+        if of == "region" and per_run_s:
+            # Longer than the whole region: it cannot be inside it.
+            where = "outside the timed region" if ns / NS_PER_S > per_run_s else "in or outside the timed region"
+        out.append(f"{op.name}: {ns / total:.0%} of device time ({ns / 1e6:.3g} ms a run), {where}")
+    busy = profile.totals.get("gpu_busy_ns", 0.0)
+    if wall_s and busy > 0 and busy / NS_PER_S / wall_s < 0.5:
+        out.append(f"the device is busy {busy / NS_PER_S / wall_s:.1%} of the {wall_s:.3g} s run; host work "
+                   "(set-up, copies, a CPU reference) is the rest")
+    return out
+
+
+def region_check(profile: Profile, region_s: float | None) -> dict | None:
+    """For a region-of-interest metric, the region's time against the device time of every kernel
+    in one run (pure). A region far longer than all of its program's kernels times something else
+    too (driver start-up, a JIT, allocation, host work); said as a warning, never judged."""
+    if profile.primary_metric not in DEVICE_METRICS or not region_s:
+        return None
+    kernels_s = sum(o.self_metrics.get("gpu_time_ns", 0.0) for o in profile.operations if o.kind == "kernel") / NS_PER_S
+    out = {"region_s": round(region_s, 9), "kernels_s": round(kernels_s, 9)}
+    if kernels_s > 0 and region_s > 3 * kernels_s and region_s - kernels_s > 1e-3:
+        out["warning"] = (f"the timed region ({region_s * 1e3:.3g} ms) lasts {region_s / kernels_s:.0f}x the device "
+                          f"time of all the run's kernels ({kernels_s * 1e3:.3g} ms): it times something else too "
+                          "(driver start-up, a PTX JIT, allocation or host work)")
+    return out
 
 
 def hot_lines(profile: Profile, operation: str, *, top: int = 8) -> list[int]:

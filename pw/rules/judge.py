@@ -224,9 +224,10 @@ def _diagnosis_facts(s: Selection, profiles: Mapping[str, bytes]) -> gf.Diagnosi
                             reused=bool(capture is not None and capture.reused_from))
 
 
-def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, timeline_after) -> gf.CounterFacts | None:
-    """The counter the candidate's stated mechanism names, from the Nsight Compute profiles of the
-    hotspot kernel (parent and candidate) and the timelines' totals; None for CPU hotspots."""
+def gpu_counter_metrics(s: Selection, profiles: Mapping[str, bytes], timeline_before=None, timeline_after=None
+                        ) -> tuple[str, dict[str, float], dict[str, float]] | None:
+    """(the agent's mechanism text, the parent's and the candidate's GPU metrics of the hotspot
+    kernel: Nsight Compute counters over the timelines' totals); None for CPU hotspots."""
     if s.hotspot is None or s.hotspot[1].metric != "gpu_time_ns" or s.prepared is None:
         return None
     op = s.hotspot[1].operation
@@ -238,8 +239,25 @@ def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, t
             out.update(o.self_metrics if o is not None else {})
         return out
 
-    return gf.gpu_counter_facts(s.prepared[1].mechanism, metrics(s.baseline_counters, timeline_before),
-                               metrics(s.candidate_counters, timeline_after))
+    return (s.prepared[1].mechanism, metrics(s.baseline_counters, timeline_before),
+            metrics(s.candidate_counters, timeline_after))
+
+
+def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, timeline_after,
+                 rs: RuleSet) -> gf.CounterFacts | None:
+    """The counter the candidate's stated mechanism names (rules 1-18: a keyword table,
+    ``gate_facts.gpu_counter_facts``; 19 on: the class catalog of ``pw.rules.mechanisms``, shown beside
+    the device-time mechanism); None for CPU hotspots."""
+    found = gpu_counter_metrics(s, profiles, timeline_before, timeline_after)
+    if found is None:
+        return None
+    if rs.gpu_counter_catalog == "classes":
+        from pw.rules import mechanisms
+
+        c = mechanisms.gpu_counter_facts(*found)
+        return None if c is None else gf.CounterFacts(metric=c.metric, before=c.before, after=c.after,
+                                                      direction=c.direction, mechanism=c.mechanism)
+    return gf.gpu_counter_facts(*found)
 
 
 def _tool_versions(pf: ev.PreflightCompleted | None) -> dict[str, str]:
@@ -592,7 +610,7 @@ def _reprofiled_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: di
     roi = timing is not None and s.run[1].contract.metric.kind == "roi"
     inputs = gr.GateInputs(
         **shared, seqs=_seqs(s, wall), profile_diff=profile_diff, adapter=_adapter_facts(s, profile_diff),
-        counter=_gpu_counter(s, profiles, bp, cp), diagnosis=_diagnosis_facts(s, profiles),
+        counter=_gpu_counter(s, profiles, bp, cp, rs), diagnosis=_diagnosis_facts(s, profiles),
         profile_consistency=_profile_consistency(s, cid, ref, rs) if profile_diff is not None else None,
         resolution=_resolution_facts(s.resolution[1]) if s.resolution else None,
         run_shares=_run_shares(s, profiles, profile_diff, rs), wall_analysis=wall,
@@ -601,8 +619,8 @@ def _reprofiled_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: di
     return inputs, diff_bytes
 
 
-def _pair_inputs(s: Selection, cid: str, ref: str, shared: dict[str, Any], profiles: Mapping[str, bytes],
-                 wall) -> g.GateInputs:
+def _pair_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: dict[str, Any],
+                 profiles: Mapping[str, bytes], wall) -> g.GateInputs:
     """Rules 19 on: the gate inputs of a campaign whose every timed run was profiled."""
     from pw.rules.judge_pairs import pair_facts
 
@@ -618,7 +636,7 @@ def _pair_inputs(s: Selection, cid: str, ref: str, shared: dict[str, Any], profi
     roi = timing is not None and run.contract.metric.kind in ("roi", "operation")
     return g.GateInputs(
         **shared, seqs=_seqs(s, wall), pairs=pairs, adapter=adapter,
-        counter=_gpu_counter(s, profiles, None, None), diagnosis=_diagnosis_facts(s, profiles), wall_analysis=wall,
+        counter=_gpu_counter(s, profiles, None, None, rs), diagnosis=_diagnosis_facts(s, profiles), wall_analysis=wall,
         outside_roi=_outside_roi(timing[1], ref, cid, g.OutsideRoi) if roi else None,
     )
 
@@ -681,7 +699,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     if rs.evidence == "reprofiled":
         inputs, diff_bytes = _reprofiled_inputs(rs, s, cid, ref, shared, profiles, wall)
     else:
-        inputs = _pair_inputs(s, cid, ref, shared, profiles, wall)
+        inputs = _pair_inputs(rs, s, cid, ref, shared, profiles, wall)
     gate_results = g.evaluate_gates(inputs, rs)
     ceiling, doubts, contended, chain, image = _verdict_checks(rs, s, envelopes, ref, base_build, analysis)
     timing_fault = None

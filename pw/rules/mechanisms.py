@@ -26,6 +26,7 @@ work-reuse) need at least one syntax fact; a metric alone only supports them onc
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
@@ -229,3 +230,123 @@ def _describe(klass: str, symbols: Sequence[str], operation: str, lines: Sequenc
     where = operation or (lines[0] if lines else "the hotspot")
     shown = ", ".join(symbols) if symbols else "its data"
     return DESCRIPTIONS[klass].format(symbols=shown, where=where)
+
+
+# --- GPU rewrites: which counters show each mechanism -----------------------------------------------
+#
+# A GPU candidate states its mechanism in words ("data reuse: shared-memory tiled GEMM"). The hotspot
+# kernel's device time falling is the mechanism; a hardware counter of that kernel (Nsight Compute,
+# one filtered launch in the parent and in the candidate) says why. Each class lists the counters
+# that show it, in the order they explain it best, and the way each must move. The classes are read
+# from the stated mechanism, the one whose keyword appears earliest in the text first; the counter
+# credited is the first, class by class, that moved its way by more than GPU_COUNTER_MIN_CHANGE
+# between the two captures, else the one that came closest (so the gate can say it did not move),
+# else the first one either capture lacks (so the gate can say which is missing).
+
+#: Same threshold as pw.rules.gates.GPU_COUNTER_MIN_CHANGE: counters of one launch repeat to well
+#: under 1% for the same binary and input; 5% leaves room for clocks and replay variation.
+GPU_COUNTER_MIN_CHANGE = 0.05
+
+
+class GpuClass(msgspec.Struct, frozen=True, kw_only=True):
+    """A GPU mechanism class: the words that name it and the counters that show it."""
+
+    id: str
+    keywords: tuple[str, ...]
+    counters: tuple[tuple[str, str], ...]  # (metric id, "down" | "up"), best explanation first
+    description: str
+
+
+GPU_CLASSES: tuple[GpuClass, ...] = (
+    GpuClass(id="coalescing", keywords=("coalesc", "contiguous access", "consecutive thread", "warp per row",
+                                        "warp-per-row", "unit stride", "unit-stride", "thread mapping"),
+             counters=(("global_load_sectors_per_request", "down"), ("global_store_sectors_per_request", "down")),
+             description="consecutive threads touch consecutive addresses: fewer 32-byte sectors per request"),
+    GpuClass(id="data-reuse", keywords=("data reuse", "reuse", "tiled", "tiling", "tile", "shared memory",
+                                        "shared-memory", "smem", "register block", "blocking", "cache block"),
+             counters=(("global_load_requests", "down"), ("l2_bytes", "down"), ("dram_bytes", "down"),
+                       ("shared_load_wavefronts", "up")),
+             description="each element fetched from global memory serves several uses (staged in shared memory "
+                         "or registers): fewer global load requests, fewer L2 and DRAM bytes, shared-memory "
+                         "traffic instead"),
+    GpuClass(id="atomics", keywords=("privatiz", "atomic", "warp-level reduction", "warp reduction"),
+             counters=(("global_atomic_requests", "down"),),
+             description="fewer global atomics (privatized per block or reduced within a warp first)"),
+    GpuClass(id="fusion", keywords=("fusion", "fuse", "fused"),
+             counters=(("dram_bytes", "down"), ("kernel_launches", "down")),
+             description="one pass over the data instead of several: fewer DRAM bytes and launches"),
+    GpuClass(id="occupancy", keywords=("occupancy", "launch bounds", "__launch_bounds__", "register pressure",
+                                       "block size"),
+             counters=(("achieved_occupancy_pct", "up"),),
+             description="more warps resident per multiprocessor to hide latency"),
+    GpuClass(id="divergence", keywords=("diverge", "branch", "predicat", "warp-uniform", "uniform control"),
+             counters=(("threads_per_instruction", "up"), ("branch_uniformity_pct", "up")),
+             description="the threads of a warp take the same path: more active threads per instruction"),
+    GpuClass(id="launches", keywords=("graph", "launch", "batch"),
+             counters=(("launch_api_calls", "down"),),
+             description="fewer launch calls on the host (a CUDA graph, batched or fused launches)"),
+)
+
+
+class CounterFacts(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The counter a GPU mechanism names, on the hotspot kernel, parent vs candidate; the same
+    fields, in the same order, as ``pw.rules.gates.CounterFacts``, which this stands in for."""
+
+    metric: str
+    before: float | None
+    after: float | None
+    direction: str  # "down" | "up"
+    mechanism: str = ""
+
+
+def gpu_classes_of(mechanism: str) -> list[GpuClass]:
+    """The classes a stated mechanism names, the one named earliest in the text first (ties: catalog order)."""
+    text = mechanism.lower()
+    found = []
+    for order, klass in enumerate(GPU_CLASSES):
+        # A keyword starts a word ("tile" in "tiled", never in "volatile").
+        at = [m.start() for k in klass.keywords if (m := re.search(r"(?<![a-z0-9])" + re.escape(k), text))]
+        if at:
+            found.append((min(at), order, klass))
+    return [klass for _, _, klass in sorted(found, key=lambda f: (f[0], f[1]))]
+
+
+def _moved(before: float, after: float, direction: str) -> float:
+    """The relative change in the class's direction (positive: its way)."""
+    change = (after - before) / (abs(before) or 1.0)
+    return -change if direction == "down" else change
+
+
+def gpu_counter_facts(mechanism: str, before: Mapping[str, float], after: Mapping[str, float]) -> CounterFacts | None:
+    """The counter ``mechanism`` (the candidate's stated mechanism) is credited with, read from the
+    parent's and the candidate's GPU metrics (Nsight Compute diagnostic + timeline totals); None: no
+    class names it. See the comment above ``GPU_CLASSES`` for the choice."""
+    classes = gpu_classes_of(mechanism)
+    if not classes:
+        return None
+    closest: tuple[float, str, str] | None = None
+    missing: tuple[str, str] | None = None
+    for klass in classes:
+        for metric, direction in klass.counters:
+            b, a = before.get(metric), after.get(metric)
+            if b is None or a is None:
+                missing = missing or (metric, direction)
+                continue
+            moved = _moved(float(b), float(a), direction)
+            if moved >= GPU_COUNTER_MIN_CHANGE:
+                return CounterFacts(metric=metric, before=float(b), after=float(a), direction=direction,
+                                    mechanism=mechanism)
+            if closest is None or moved > closest[0]:
+                closest = (moved, metric, direction)
+    if closest is not None:
+        _, metric, direction = closest
+        return CounterFacts(metric=metric, before=float(before[metric]), after=float(after[metric]),
+                            direction=direction, mechanism=mechanism)
+    metric, direction = missing  # type: ignore[misc]  # every class lists at least one counter
+    return CounterFacts(metric=metric, before=before.get(metric), after=after.get(metric), direction=direction,
+                        mechanism=mechanism)
+
+
+def gpu_counters_needed(mechanism: str) -> list[str]:
+    """The metric ids a capture must hold to judge ``mechanism`` (every counter of its classes)."""
+    return list(dict.fromkeys(m for klass in gpu_classes_of(mechanism) for m, _ in klass.counters))

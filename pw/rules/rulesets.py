@@ -96,6 +96,9 @@ class RuleSet(msgspec.Struct, frozen=True, kw_only=True):
     # When the patch reaches beyond the hotspot, the hybrid (the parent with only the hotspot's change)
     # must carry at least half of the candidate's saving.
     hybrid_arm: bool = False
+    # Which table names the GPU counter of a mechanism: keywords of the mechanism text, or the classes of
+    # pw.rules.mechanisms (data reuse, coalescing, atomics, fusion, occupancy, divergence, launches).
+    gpu_counter_catalog: Literal["keywords", "classes"] = "keywords"
 
 
 def _next(previous: RuleSet, version: int, reason: str, **changes: object) -> RuleSet:
@@ -132,9 +135,10 @@ def _history() -> dict[int, RuleSet]:
         ("a chained candidate is verified only on a chain of verified parents", {"chain_parents_verified": True}),
         ("one kind of run: every timed run is profiled; the gates read per-pair costs from the campaign; "
          "load is measured per pair, not vetoed; changed code counts toward the hotspot; a hybrid arm "
-         "tests the hotspot's change alone",
+         "tests the hotspot's change alone; the GPU counter is named by the mechanism catalog and shown beside",
          {"evidence": "pairs", "contention_veto": False, "load_balance": True,
-          "changed_code_attribution": True, "hybrid_arm": True}),
+          "changed_code_attribution": True, "hybrid_arm": True, "gpu_counter_catalog": "classes",
+          "gpu_counter": False}),
     ]
     for version, (reason, changes) in enumerate(steps, start=2):
         v = _next(v, version, reason, **changes)

@@ -55,12 +55,14 @@ def sandbox_prefix(contract: Contract, target: Target, cwd: Path, out_dir: Path,
     """
     from adapters import sandbox as sb
     from pw.workload import containment
-    from pw.workload.steps import base_env
+    from pw.workload.steps import base_env, cuda_jit_cache
 
-    conf = containment.confinement(target.build_dir, target.hidden, cwd, extra_writable=[out_dir])
+    cache = cuda_jit_cache(target)
+    conf = containment.confinement(target.build_dir, target.hidden, cwd,
+                                   extra_writable=[out_dir, *([cache] if cache is not None else [])])
     if conf is None:
         return []
-    env = sb.environment(base_env(contract.run, scratch))
+    env = sb.environment(base_env(contract.run, scratch, target))
     envs = [f"{k}={v}" for k, v in sorted(env.items())]
     return sb.wrap(conf.sandbox, conf.layout, []) + [shutil.which("env") or "/usr/bin/env", "-i", *envs]
 
@@ -83,23 +85,27 @@ def capture(
     out_dir.mkdir(parents=True)
     cwd = target.build_dir / contract.run.cwd
     from pw.workload import containment
-    from pw.workload.steps import base_env, confine_for
+    from pw.workload.steps import base_env, confine_for, cuda_env, cuda_jit_cache
 
+    cache = cuda_jit_cache(target)
     req = CaptureRequest(
         argv=list(argv if argv is not None else contract.run.argv),
         cwd=str(cwd.resolve()),
         out_dir=str(out_dir.absolute()),  # the tool writes there from the program's cwd
         label=target.label,
-        env=dict(contract.run.env),
+        # Profilers that run the program themselves (the GPU ones) lay this over their own
+        # environment: a CUDA target's driver settings, as in every timed run, then the step's.
+        env={**cuda_env(target), **contract.run.env},
         timeout_s=contract.run.timeout_s * CAPTURE_TIMEOUT_FACTOR,
         wrap=sandbox_prefix(contract, target, cwd, out_dir, scratch),
         # Launched as a timed run is: the same launcher, environment and sandbox (perf wraps them
         # from outside); the launcher's report is the evidence that the profiled run is the timed
         # program (the mechanism gate's profile-consistency check, gate rules v5).
         launch=True,
-        launch_env=base_env(contract.run, scratch),
+        launch_env=base_env(contract.run, scratch, target),
         confine=confine_for(target, cwd),
-        tool_confine=containment.confinement(target.build_dir, target.hidden, cwd, extra_writable=[out_dir]),
+        tool_confine=containment.confinement(target.build_dir, target.hidden, cwd,
+                                             extra_writable=[out_dir, *([cache] if cache is not None else [])]),
     )
     from pw.workload import workspace
 

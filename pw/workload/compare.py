@@ -40,10 +40,25 @@ def _number(token: str) -> float | None:
     return None
 
 
-def _lines(text: str, skip: re.Pattern[str] | None) -> list[tuple[int, list[str]]]:
+def pattern_lines(text: str, pattern: str | None) -> frozenset[int]:
+    """1-based numbers of the lines a match of ``pattern`` spans, found in the whole text (one scan;
+    ``^``/``$`` anchor at each line): a timer whose label and number sit on two lines skips both."""
+    if not pattern:
+        return frozenset()
+    out: set[int] = set()
+    line, at = 1, 0  # the line number at offset `at` (matches come in order: one pass over the text)
+    for m in re.compile(pattern, re.MULTILINE).finditer(text):
+        line += text.count("\n", at, m.start())
+        last = line + text.count("\n", m.start(), max(m.start(), m.end() - 1))
+        out.update(range(line, last + 1))
+        at = m.start()
+    return frozenset(out)
+
+
+def _lines(text: str, skip: frozenset[int]) -> list[tuple[int, list[str]]]:
     out = []
     for i, line in enumerate(text.splitlines(), start=1):
-        if skip is not None and skip.search(line):
+        if i in skip:
             continue
         tokens = line.split()
         if tokens:
@@ -51,41 +66,34 @@ def _lines(text: str, skip: re.Pattern[str] | None) -> list[tuple[int, list[str]
     return out
 
 
-def _without_lines_matching(text: str, pattern: re.Pattern[str]) -> str:
-    """`text` without the lines where `pattern` is found (one scan of the whole text, not one search
-    per line: a full result has a million lines and one metric line)."""
-    parts, last = [], 0
-    for m in pattern.finditer(text):
-        start = text.rfind("\n", 0, m.start()) + 1
-        if start < last:  # a second match on a line already removed
-            continue
-        end = text.find("\n", m.end())
-        end = len(text) if end < 0 else end + 1
-        parts.append(text[last:start])
-        last = end
-    parts.append(text[last:])
-    return "".join(parts)
+def _without_lines(text: str, skip: frozenset[int]) -> str:
+    """``text`` without the numbered lines (an empty set: the text itself, nothing copied)."""
+    if not skip:
+        return text
+    return "".join(line for i, line in enumerate(text.splitlines(keepends=True), start=1) if i not in skip)
 
 
-def _identical(got: str, want: str, skip_pattern: str | None) -> Comparison | None:
+def _identical(got: str, want: str, skip_got: frozenset[int], skip_want: frozenset[int]) -> Comparison | None:
     """The fast path for a full result of millions of numbers: when the outputs are the same text
-    once the skipped (metric) lines are removed, they match, and counting is all that is left."""
-    if skip_pattern:
-        skip = re.compile(skip_pattern)
-        got, want = _without_lines_matching(got, skip), _without_lines_matching(want, skip)
+    once the skipped (metric, varying) lines are removed, they match, and counting is all that is left."""
+    got, want = _without_lines(got, skip_got), _without_lines(want, skip_want)
     if got != want:
         return None
     lines = sum(1 for ln in want.splitlines() if ln and not ln.isspace())
     return Comparison(True, f"{lines} lines match (max rel err 0)", 0.0, 0.0, lines=lines, fields=len(want.split()))
 
 
-def compare_text(got: str, want: str, *, rtol: float, atol: float, skip_pattern: str | None = None) -> Comparison:
-    """Token-wise comparison of two outputs; the first mismatch is named by line and token."""
-    same = _identical(got, want, skip_pattern)
+def compare_text(got: str, want: str, *, rtol: float, atol: float, skip_pattern: str | None = None,
+                 vary: frozenset[int] | list[int] | tuple[int, ...] = frozenset()) -> Comparison:
+    """Token-wise comparison of two outputs; the first mismatch is named by line and token. Lines
+    where ``skip_pattern`` is found (the metric's), and the numbered lines in ``vary`` (lines the
+    baseline itself does not repeat between identical runs: its timers), are not compared."""
+    vary = frozenset(vary)
+    skip_got, skip_want = pattern_lines(got, skip_pattern) | vary, pattern_lines(want, skip_pattern) | vary
+    same = _identical(got, want, skip_got, skip_want)
     if same is not None:
         return same
-    skip = re.compile(skip_pattern) if skip_pattern else None
-    got_lines, want_lines = _lines(got, skip), _lines(want, skip)
+    got_lines, want_lines = _lines(got, skip_got), _lines(want, skip_want)
     max_abs = max_rel = 0.0
     for (gno, gtok), (_, wtok) in zip(got_lines, want_lines):
         if len(gtok) != len(wtok):
@@ -130,17 +138,29 @@ STREAMS = ("stdout", "stderr", "files")
 _BUNDLE_MAGIC = "pw-streams-v1\n"
 
 
-class Streams(msgspec.Struct, frozen=True):
-    """What a run produced: its stdout, its stderr and the files it created in its working tree
-    (path relative to the build tree -> text)."""
+class _Bundle(msgspec.Struct, frozen=True):
+    """A bundle as stored before varying lines were kept (and still, when none vary): the same bytes."""
 
     stdout: str
     stderr: str = ""
     files: dict[str, str] = {}
 
 
+class Streams(msgspec.Struct, frozen=True):
+    """What a run produced: its stdout, its stderr and the files it created in its working tree
+    (path relative to the build tree -> text). ``vary``: stream -> 1-based numbers of the lines the
+    baseline does not repeat between identical runs (timers), which no comparison with this bundle
+    checks; found by ``varying_lines`` at ``pw start``, carried by every bundle compared with it."""
+
+    stdout: str
+    stderr: str = ""
+    files: dict[str, str] = {}
+    vary: dict[str, list[int]] = {}
+
+
 def encode_streams(s: Streams) -> bytes:
-    return _BUNDLE_MAGIC.encode() + msgspec.json.encode(s, order="deterministic")
+    body = s if s.vary else _Bundle(stdout=s.stdout, stderr=s.stderr, files=s.files)
+    return _BUNDLE_MAGIC.encode() + msgspec.json.encode(body, order="deterministic")
 
 
 def is_bundle(data: bytes | str) -> bool:
@@ -157,7 +177,8 @@ def decode_streams(data: bytes | str) -> Streams:
 
 def compare_streams(got: Streams, want: Streams, streams: list[str] | tuple[str, ...], *, rtol: float,
                     atol: float, skip_pattern: str | None = None) -> Comparison:
-    """Each named stream within the tolerance; the first that differs is named with its line."""
+    """Each named stream within the tolerance; the first that differs is named with its line. The
+    lines ``want`` says vary run to run (``Streams.vary``) are not compared."""
     checked: list[str] = []
     max_abs = max_rel = 0.0
     lines = fields = 0
@@ -176,10 +197,79 @@ def compare_streams(got: Streams, want: Streams, streams: list[str] | tuple[str,
                 max_abs, max_rel = max(max_abs, cmp.max_abs_err), max(max_rel, cmp.max_rel_err)
                 lines, fields = lines + cmp.lines, fields + cmp.fields
             continue
-        cmp = compare_text(getattr(got, name), getattr(want, name), rtol=rtol, atol=atol, skip_pattern=skip_pattern)
+        cmp = compare_text(getattr(got, name), getattr(want, name), rtol=rtol, atol=atol, skip_pattern=skip_pattern,
+                           vary=want.vary.get(name, ()))
         if not cmp.passed:
             return Comparison(False, f"{name} {cmp.detail}", cmp.max_abs_err, cmp.max_rel_err)
         checked.append(f"{name}: {cmp.detail}")
         max_abs, max_rel = max(max_abs, cmp.max_abs_err), max(max_rel, cmp.max_rel_err)
         lines, fields = lines + cmp.lines, fields + cmp.fields
     return Comparison(True, "; ".join(checked) or "no stream compared", max_abs, max_rel, lines=lines, fields=fields)
+
+
+# --- lines that vary by nature ---------------------------------------------------------------------
+
+def varying_lines(first: Streams, others: list[Streams] | tuple[Streams, ...], streams: list[str] | tuple[str, ...],
+                  *, rtol: float, atol: float, skip_pattern: str | None = None) -> tuple[dict[str, list[int]], str | None]:
+    """The lines of ``first`` that identical runs (``others``) do not repeat within the tolerance:
+    (stream -> 1-based line numbers, None), or ({}, why) when the runs differ in a way that setting
+    lines aside cannot absorb (another number of lines, another file written). Timers, rates and
+    time stamps vary by nature; a result that varies is nondeterministic, and all of its lines show up here."""
+    vary: dict[str, set[int]] = {}
+    for name in streams:
+        if name == "files":
+            for other in others:
+                for rel in sorted(set(first.files) | set(other.files)):
+                    if first.files.get(rel) != other.files.get(rel) and not compare_text(
+                            other.files.get(rel, ""), first.files.get(rel, ""), rtol=rtol, atol=atol,
+                            skip_pattern=skip_pattern).passed:
+                        return {}, f"file {rel} differs between identical runs"
+            continue
+        want = getattr(first, name)
+        mine = want.splitlines()
+        skipped = pattern_lines(want, skip_pattern)
+        for other in others:
+            theirs = getattr(other, name).splitlines()
+            if len(theirs) != len(mine):
+                return {}, f"{name}: {len(theirs)} lines in one run, {len(mine)} in another"
+            for i, (a, b) in enumerate(zip(mine, theirs), start=1):
+                if a != b and i not in skipped and not compare_text(b, a, rtol=rtol, atol=atol).passed:
+                    vary.setdefault(name, set()).add(i)
+    return {k: sorted(v) for k, v in sorted(vary.items())}, None
+
+
+def unchecked_text(vary: dict[str, list[int]]) -> str:
+    """`unchecked: stdout lines 2, 4 vary run to run (timers?)`, or '' when nothing varies."""
+    if not vary:
+        return ""
+    parts = []
+    for name, lines in vary.items():
+        shown = ", ".join(str(n) for n in lines[:8]) + (f" and {len(lines) - 8} more" if len(lines) > 8 else "")
+        parts.append(f"{name} line{'s' if len(lines) > 1 else ''} {shown}")
+    many = len(vary) > 1 or any(len(lines) > 1 for lines in vary.values())
+    return f"unchecked: {'; '.join(parts)} {'vary' if many else 'varies'} run to run (timers?)"
+
+
+_LABEL_NUMBER = re.compile(r"^\s*(?P<label>[A-Za-z][^\d=]*?)\s*[:=]\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*\S*\s*$")
+_BARE_NUMBER = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*[A-Za-z]{0,3}\s*$")
+_LABEL_ONLY = re.compile(r"^\s*(?P<label>[A-Za-z][^\d]*?)\s*:\s*$")
+
+
+def timer_labels(text: str, lines: list[int]) -> list[tuple[int, str]]:
+    """(line, label) of the varying lines that read as a labelled number: `GPU Runtime: 0.00023` on
+    one line, or `GPU Runtime:` above a line holding only the number. Labels that say time come
+    first (`time`, `runtime`, `elapsed`, `seconds`; of those, a GPU's or kernel's first), then the others in
+    output order."""
+    rows = text.splitlines()
+    found: list[tuple[int, str]] = []
+    for n in lines:
+        if not 1 <= n <= len(rows):
+            continue
+        m = _LABEL_NUMBER.match(rows[n - 1])
+        if m:
+            found.append((n, m.group("label").strip()))
+        elif _BARE_NUMBER.match(rows[n - 1]) and n >= 2 and (m := _LABEL_ONLY.match(rows[n - 2])):
+            found.append((n, m.group("label").strip()))
+    timeish = re.compile(r"time|elapsed|second|duration|\bms\b|\bsec\b", re.IGNORECASE)
+    device = re.compile(r"gpu|kernel|device|cuda", re.IGNORECASE)  # the region a GPU rewrite changes
+    return sorted(found, key=lambda f: (not timeish.search(f[1]), not device.search(f[1]), f[0]))

@@ -17,8 +17,16 @@ from ledger import events as ev
 from ledger.contract import Contract
 from ledger.evidence import EvidenceStore
 from pw import diagnostics
-from pw.workload.compare import STREAMS, compare_streams, decode_streams, encode_streams, is_bundle
-from pw.workload.differential import compare_outputs, streams_of
+from pw.workload.compare import (
+    STREAMS,
+    compare_streams,
+    decode_streams,
+    encode_streams,
+    is_bundle,
+    unchecked_text,
+    varying_lines,
+)
+from pw.workload.differential import compare_outputs, compared_streams, streams_of
 from pw.workload.steps import (
     RunOutcome,
     Target,
@@ -37,6 +45,9 @@ class OracleResult(msgspec.Struct, frozen=True):
     event: ev.OracleChecked
     fault: ev.FaultRecorded | None
     first_run: RunOutcome | None
+    # Lines the baseline does not repeat between identical runs (stream -> line numbers), set
+    # aside by the inferred oracle and kept in its stored output bundle (``compare.Streams.vary``).
+    vary: dict[str, list[int]] = {}
 
 
 def _method(contract: Contract) -> str:
@@ -57,12 +68,13 @@ def _method(contract: Contract) -> str:
     return f"{where} vs {o.reference}{extra}"
 
 
-def _result(contract, target, passed, detail, run, evidence, *, fault_class=None, stage="oracle"):
+def _result(contract, target, passed, detail, run, evidence, *, fault_class=None, stage="oracle", vary=None):
     o = contract.oracle
+    vary = dict(vary or {})
     if run is None:
         out_sha = None
     elif o.kind == "stable":  # every stream: a candidate is compared with all of them
-        out_sha = evidence.put(encode_streams(streams_of(run)))
+        out_sha = evidence.put(encode_streams(msgspec.structs.replace(streams_of(run), vary=vary)))
     else:
         out_sha = evidence.put(run.stdout.encode())
     event = ev.OracleChecked(
@@ -85,7 +97,7 @@ def _result(contract, target, passed, detail, run, evidence, *, fault_class=None
             message=detail,
             log_sha256=out_sha,
         )
-    return OracleResult(event, fault, run)
+    return OracleResult(event, fault, run, vary=vary)
 
 
 def _with_evidence(result: OracleResult, first: RunOutcome, evidence: EvidenceStore) -> OracleResult:
@@ -103,7 +115,7 @@ def _with_evidence(result: OracleResult, first: RunOutcome, evidence: EvidenceSt
 
 def _skip(contract: Contract) -> str | None:
     """Lines that carry the ROI metric are timing, not output: never compared."""
-    return contract.metric.pattern if contract.metric.kind == "roi" else None
+    return contract.metric.region_pattern
 
 
 def _with_outside(result: OracleResult, outside: list[str]) -> OracleResult:
@@ -158,7 +170,8 @@ def check(
                                       allowed), first.outside_writes)
     lines: list[str] = []
     if result.event.passed and fresh and baseline is not None:
-        ok, detail, lines, failed = differential.run_fresh(contract, target, baseline, scratch, list(fresh))
+        ok, detail, lines, failed = differential.run_fresh(contract, target, baseline, scratch, list(fresh),
+                                                           vary=result.vary)
         if not ok:
             failed_result = _result(contract, target, False, detail, failed, evidence)
             result = _with_outside(failed_result, first.outside_writes)
@@ -166,7 +179,7 @@ def check(
             event = msgspec.structs.replace(result.event, detail=f"{result.event.detail}; {detail}")
             result = msgspec.structs.replace(result, event=event)
     event = differential.finish(contract, result.event, first, fresh=list(fresh), fresh_lines=lines,
-                                n_stderr=n_stderr)
+                                n_stderr=n_stderr, vary=result.vary)
     return _with_evidence(msgspec.structs.replace(result, event=event, fault=result.fault), first, evidence)
 
 
@@ -180,6 +193,7 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
     if o.kind == "exit":
         return _result(contract, target, True, "exit status 0", first, evidence)
     if o.kind in ("stable", "baseline"):
+        vary: dict[str, list[int]] = {}
         if stable_reference is None:
             second = run_once(contract, target, scratch, tag="oracle-2")
             failure = classify(second)
@@ -187,19 +201,30 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
                 msg = "second run: " + failure_message(contract, second)
                 return _result(contract, target, False, msg, second, evidence, fault_class=failure)
             cmp = compare_outputs(contract, second, first)
+            if not cmp.passed and o.kind == "stable":
+                vary, cmp = _set_aside_varying(contract, target, scratch, evidence, first, second, cmp)
+                if isinstance(vary, OracleResult):
+                    return vary
             if not cmp.passed:
                 msg = f"output differs between two identical runs: {cmp.detail}"
                 return _result(contract, target, False, msg, first, evidence, fault_class="nondeterministic-output")
-            detail = f"exit 0 and output stable across two runs ({cmp.detail})"
+            runs = "three" if vary else "two"
+            detail = f"exit 0 and output stable across {runs} runs ({cmp.detail})"
+            if vary:
+                detail += f"; {unchecked_text(vary)}"
         else:
             # A stable baseline recorded before stream bundles kept stdout only: compare what it kept.
-            streams = (o.streams or STREAMS) if o.kind == "stable" and is_bundle(stable_reference) else ("stdout",)
-            cmp = compare_streams(streams_of(first), decode_streams(stable_reference), streams, rtol=o.rtol,
+            bundled = o.kind == "stable" and is_bundle(stable_reference)
+            streams = (o.streams or STREAMS) if bundled else ("stdout",)
+            want = decode_streams(stable_reference)
+            vary = dict(want.vary) if bundled else {}
+            cmp = compare_streams(streams_of(first), want, streams, rtol=o.rtol,
                                   atol=o.atol, skip_pattern=_skip(contract))
-            detail = f"vs baseline output: {cmp.detail}"
+            detail = f"vs baseline output: {cmp.detail}" + (f"; {unchecked_text(vary)}" if vary else "")
             if not cmp.passed:
-                return _result(contract, target, False, detail, first, evidence)
-        return _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, [detail], allowed)
+                return _result(contract, target, False, detail, first, evidence, vary=vary)
+        return _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, [detail], allowed,
+                               vary=vary)
     if o.kind == "command":
         result = run_process(
             list(o.argv or []),
@@ -221,7 +246,37 @@ def _check(contract, target, reference_dir, scratch, evidence, first, stable_ref
                            [f"vs {o.reference}: {cmp.detail}"], allowed)
 
 
-def _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, details, allowed=None
+def _set_aside_varying(contract, target, scratch, evidence, first: RunOutcome, second: RunOutcome, cmp):
+    """Two identical runs of the baseline differ: a third run, and the lines that differ among
+    the three set aside (timers vary by nature; ``compare.varying_lines``). Returns (vary, the
+    comparison of the other two runs with the first without those lines), or (an OracleResult,
+    None) when the third run failed. Where lines cannot be set aside (the runs print another number
+    of lines, or write other files), the first comparison stands and says why."""
+    third = run_once(contract, target, scratch, tag="oracle-3")
+    failure = classify(third)
+    if failure is not None:
+        msg = "third run: " + failure_message(contract, third)
+        return _result(contract, target, False, msg, third, evidence, fault_class=failure), None
+    o = contract.oracle
+    streams = compared_streams(contract)
+    vary, why = varying_lines(streams_of(first), [streams_of(second), streams_of(third)], streams, rtol=o.rtol,
+                              atol=o.atol, skip_pattern=_skip(contract))
+    if why is not None:
+        return {}, msgspec.structs.replace(cmp, detail=f"{cmp.detail} ({why}: no lines can be set aside; "
+                                                        "declare an oracle in profileweaver.json)")
+    want = msgspec.structs.replace(streams_of(first), vary=vary)
+    if compare_streams(streams_of(first), want, streams, rtol=o.rtol, atol=o.atol, skip_pattern=_skip(contract)).lines == 0:
+        # Nothing would be left to compare: the program's whole output is nondeterministic.
+        return {}, msgspec.structs.replace(cmp, detail=f"{cmp.detail} (every line varies: nothing stable is left "
+                                                        "to compare)")
+    for other in (second, third):
+        again = compare_streams(streams_of(other), want, streams, rtol=o.rtol, atol=o.atol, skip_pattern=_skip(contract))
+        if not again.passed:
+            return {}, again
+    return vary, again
+
+
+def _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, details, allowed=None, vary=None
                     ) -> OracleResult:
     """The manifest's fixed holdout inputs, each against its own reference file."""
     o = contract.oracle
@@ -235,6 +290,7 @@ def _fixed_holdouts(contract, target, reference_dir, scratch, evidence, first, d
             return held
         hcmp = compare_with_reference(contract, reference_dir, run, holdout.reference)
         if not hcmp.passed:
-            return _result(contract, target, False, f"holdout {i} vs {holdout.reference}: {hcmp.detail}", run, evidence)
+            return _result(contract, target, False, f"holdout {i} vs {holdout.reference}: {hcmp.detail}", run, evidence,
+                           vary=vary)
         details.append(f"holdout {i}: ok")
-    return _result(contract, target, True, "; ".join(details), first, evidence)
+    return _result(contract, target, True, "; ".join(details), first, evidence, vary=vary)

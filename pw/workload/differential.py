@@ -15,7 +15,7 @@ import msgspec
 
 from ledger import events as ev
 from ledger.contract import Contract
-from pw.workload.compare import STREAMS, Comparison, Streams, compare_streams, compare_text
+from pw.workload.compare import STREAMS, Comparison, Streams, compare_streams, compare_text, unchecked_text
 from pw.workload.steps import RunOutcome, Target, classify, failure_message, run_once
 
 
@@ -38,22 +38,27 @@ def compared_streams(contract: Contract) -> tuple[str, ...]:
     return (f"file {o.path}",) if o.kind == "file" else ("stdout",)
 
 
-def compare_outputs(contract: Contract, got: RunOutcome, want: RunOutcome) -> Comparison:
-    """A target's output against the baseline's on the same input, within the oracle's tolerance."""
+def compare_outputs(contract: Contract, got: RunOutcome, want: RunOutcome,
+                    vary: dict[str, list[int]] | None = None) -> Comparison:
+    """A target's output against the baseline's on the same input, within the oracle's tolerance;
+    ``vary`` (the inferred oracle's): lines of each stream that vary run to run, not compared."""
     o = contract.oracle
-    skip = contract.metric.pattern if contract.metric.kind == "roi" else None
+    skip = contract.metric.region_pattern
     if o.kind == "stable":
-        return compare_streams(streams_of(got), streams_of(want), compared_streams(contract), rtol=o.rtol,
+        reference = msgspec.structs.replace(streams_of(want), vary=dict(vary or {}))
+        return compare_streams(streams_of(got), reference, compared_streams(contract), rtol=o.rtol,
                                atol=o.atol, skip_pattern=skip)
     return compare_text(output_of(contract, got), output_of(contract, want), rtol=o.rtol, atol=o.atol,
                         skip_pattern=skip)
 
 
-def coverage(contract: Contract, run: RunOutcome | None) -> Comparison | None:
-    """What a passing comparison of this run's output covers (its non-empty, non-metric lines)."""
+def coverage(contract: Contract, run: RunOutcome | None,
+             vary: dict[str, list[int]] | None = None) -> Comparison | None:
+    """What a passing comparison of this run's output covers (its non-empty lines, less the
+    metric's and those that vary run to run)."""
     if run is None or contract.oracle.kind in ("exit", "command"):
         return None
-    return compare_outputs(contract, run, run)
+    return compare_outputs(contract, run, run, vary)
 
 
 def stderr_lines(run: RunOutcome) -> int:
@@ -79,7 +84,8 @@ def compares_nothing(contract: Contract, covered: Comparison | None, n_stderr: i
 
 
 def run_fresh(contract: Contract, target: Target, baseline: Target, scratch: Path,
-              inputs: list[list[str]]) -> tuple[bool, str, list[str], RunOutcome | None]:
+              inputs: list[list[str]], vary: dict[str, list[int]] | None = None
+              ) -> tuple[bool, str, list[str], RunOutcome | None]:
     """Each drawn input, run by the baseline (the reference) and then by the target, compared.
     Returns (passed, detail of the first failure or a summary, one line per input, the failing run)."""
     lines: list[str] = []
@@ -90,7 +96,7 @@ def run_fresh(contract: Contract, target: Target, baseline: Target, scratch: Pat
             return False, f"fresh holdout `{shown}`: the baseline itself failed: {failure_message(contract, ref)}", \
                 lines, ref
         if target.label == baseline.label:
-            covered = coverage(contract, ref)
+            covered = coverage(contract, ref, vary)
             n = covered.lines if covered else 0
             lines.append(f"{shown}: baseline ran ({n} lines)")
             if n == 0:
@@ -99,7 +105,7 @@ def run_fresh(contract: Contract, target: Target, baseline: Target, scratch: Pat
         got = run_once(contract, target, scratch, argv=argv, tag=f"fresh-{i}")
         if classify(got) is not None:
             return False, f"fresh holdout `{shown}`: {failure_message(contract, got)}", lines, got
-        cmp = compare_outputs(contract, got, ref)
+        cmp = compare_outputs(contract, got, ref, vary)
         if not cmp.passed:
             return False, f"fresh holdout `{shown}` vs the baseline: {cmp.detail}", lines, got
         lines.append(f"{shown}: {cmp.lines} lines match the baseline")
@@ -107,7 +113,7 @@ def run_fresh(contract: Contract, target: Target, baseline: Target, scratch: Pat
 
 
 def describe_coverage(contract: Contract, covered: Comparison | None, fresh: list[list[str]],
-                      pair_template: str | None) -> str:
+                      pair_template: str | None, vary: dict[str, list[int]] | None = None) -> str:
     """One sentence of what the oracle compares: streams, lines, tolerance, holdouts."""
     from pw.workload.holdouts import describe, drawn_from
 
@@ -131,15 +137,19 @@ def describe_coverage(contract: Contract, covered: Comparison | None, fresh: lis
         parts.append(f"{len(fresh)} fresh holdout input(s) drawn after the build from {gens}, vs the baseline")
     if pair_template:
         parts.append(f"every timed pair on a fresh input {pair_template}, candidate vs baseline")
+    if vary:
+        parts.append(unchecked_text(vary))
     return "; ".join(parts)
 
 
 def finish(contract: Contract, event: ev.OracleChecked, first: RunOutcome | None, *,
-           fresh: list[list[str]], fresh_lines: list[str], n_stderr: int = 0) -> ev.OracleChecked:
-    """The event with what it compared, whether that is nothing, and the holdouts it ran."""
+           fresh: list[list[str]], fresh_lines: list[str], n_stderr: int = 0,
+           vary: dict[str, list[int]] | None = None) -> ev.OracleChecked:
+    """The event with what it compared (less the lines that vary run to run), whether that is
+    nothing, and the holdouts it ran."""
     from pw.workload.holdouts import pair_generator
 
-    covered = coverage(contract, first) if event.passed else None
+    covered = coverage(contract, first, vary) if event.passed else None
     pair = pair_generator(contract)
     template = None
     if pair is not None:
@@ -147,15 +157,17 @@ def finish(contract: Contract, event: ev.OracleChecked, first: RunOutcome | None
         template = f"(`{' '.join(contract.run.argv)}` with {gen.seed} drawn from {gen.ranges[gen.seed]})"  # type: ignore[index]
     return msgspec.structs.replace(
         event,
-        compared=describe_coverage(contract, covered, fresh, template),
+        compared=describe_coverage(contract, covered, fresh, template, vary),
         compares_nothing=compares_nothing(contract, covered, n_stderr) if event.passed else None,
         lines_compared=covered.lines if covered is not None else None,
         holdouts=list(fresh_lines),
     )
 
 
-def short_statement(contract: Contract, event: ev.OracleChecked | None) -> str:
-    """What the oracle compares, in a few words for the agent's brief; holdouts only where they exist."""
+def short_statement(contract: Contract, event: ev.OracleChecked | None,
+                    vary: dict[str, list[int]] | None = None) -> str:
+    """What the oracle compares, in a few words for the agent's brief; holdouts only where they
+    exist, and the lines it sets aside because they vary run to run (``vary``)."""
     o = contract.oracle
     if event is None:
         return "-"
@@ -178,4 +190,7 @@ def short_statement(contract: Contract, event: ev.OracleChecked | None) -> str:
 
     if pair_generator(contract) is not None:
         text += "; fresh input per timed pair"
+    if vary:
+        text += "; " + ", ".join(f"{name} line{'s' if len(lines) > 1 else ''} {', '.join(str(n) for n in lines[:4])}"
+                                 + ("..." if len(lines) > 4 else "") for name, lines in vary.items()) + " unchecked (vary)"
     return text

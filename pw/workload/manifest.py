@@ -100,9 +100,21 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
         _relative(item, f"inputs[{i}]", name)
     if c.metric.kind == "operation" and not (c.metric.operation or "").strip():
         raise InputError(f"{name}: metric.operation: expected the function or kernel to judge when kind is 'operation'")
+    given = [f for f in ("timer", "pattern", "json_key") if getattr(c.metric, f)]
+    if c.metric.kind != "roi" and given:
+        raise InputError(f"{name}: metric.{given[0]}: expected only with kind 'roi' (a region the program times), "
+                         f"got kind {c.metric.kind!r}")
     if c.metric.kind == "roi":
-        if not c.metric.pattern and not c.metric.json_key:
-            raise InputError(f"{name}: metric: expected 'pattern' or 'json_key' when kind is 'roi'")
+        if not given:
+            raise InputError(f"{name}: metric: expected 'timer' (the label of a timer line the program prints, "
+                             "e.g. \"GPU Runtime\"), 'pattern' or 'json_key' when kind is 'roi'")
+        if len(given) > 1:
+            raise InputError(f"{name}: metric: expected one of 'timer', 'pattern' or 'json_key', got "
+                             + " and ".join(repr(f) for f in given))
+        if c.metric.timer is not None and (not c.metric.timer.strip(" :") or "\n" in c.metric.timer
+                                           or "\x00" in c.metric.timer):
+            raise InputError(f"{name}: metric.timer: expected the label of one output line (e.g. \"GPU Runtime\"), "
+                             f"got {c.metric.timer!r}")
         if c.metric.pattern:
             try:
                 compiled = re.compile(c.metric.pattern)

@@ -6,7 +6,8 @@ stderr and declared output file, and each profiled run's stdout (the profiler's 
 its stderr), must equal what the same target printed in its oracle-checked run. Where the oracle
 states a tolerance (rtol or atol > 0), the program is declared nondeterministic-but-tolerant and a
 stream passes when it matches within that tolerance. Lines of the region-of-interest metric are
-left out (they carry the run's own time).
+left out (they carry the run's own time), and so are the lines the inferred oracle found varying
+between identical baseline runs (``Expected.vary``: timers the program prints).
 
 A stream the baseline itself does not reproduce between its oracle run and a timed run (a stderr
 that prints a time stamp, say) cannot be an oracle for anyone: it is left unchecked for both arms
@@ -31,6 +32,9 @@ class Expected(msgspec.Struct, frozen=True):
     stdout: str | None
     stderr: str | None
     output_file_sha256: str | None
+    # Lines of stdout/stderr that vary run to run (timers), set aside by the inferred oracle at
+    # `pw start` and kept in its bundle: no run is compared on them.
+    vary: dict[str, list[int]] = {}
 
 
 class Observed(msgspec.Struct, frozen=True):
@@ -52,24 +56,26 @@ def expected(oracle_output: bytes | None, oracle_stderr: bytes | None, output_fi
     """
     stdout = oracle_output.decode(errors="replace") if oracle_output is not None else None
     stderr = oracle_stderr.decode(errors="replace") if oracle_stderr is not None else None
+    vary: dict[str, list[int]] = {}
     if oracle_output is not None and is_bundle(oracle_output):
         bundle = decode_streams(oracle_output)
         stdout = bundle.stdout
         stderr = bundle.stderr if stderr is None else stderr
-    return Expected(stdout=stdout, stderr=stderr, output_file_sha256=output_file_sha256)
+        vary = dict(bundle.vary)
+    return Expected(stdout=stdout, stderr=stderr, output_file_sha256=output_file_sha256, vary=vary)
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _text_differs(contract: Contract, got: str, want: str) -> str | None:
+def _text_differs(contract: Contract, got: str, want: str, vary: list[int] = ()) -> str | None:  # type: ignore[assignment]
     o = contract.oracle
-    skip = contract.metric.pattern if contract.metric.kind == "roi" else None
+    skip = contract.metric.region_pattern
     if skip is None and got == want:
         return None
-    if o.rtol > 0 or o.atol > 0 or skip is not None:
-        cmp = compare_text(got, want, rtol=o.rtol, atol=o.atol, skip_pattern=skip)
+    if o.rtol > 0 or o.atol > 0 or skip is not None or vary:
+        cmp = compare_text(got, want, rtol=o.rtol, atol=o.atol, skip_pattern=skip, vary=vary)
         return None if cmp.passed else cmp.detail
     cmp = compare_text(got, want, rtol=0.0, atol=0.0)
     return cmp.detail if not cmp.passed else "the bytes differ (whitespace or line endings)"
@@ -81,11 +87,11 @@ def differences(contract: Contract, run: Observed, expected: Expected, skip: fro
     ``skip`` or without a recorded expectation are not compared."""
     out: list[tuple[str, str]] = []
     if "stdout" not in skip and expected.stdout is not None:
-        detail = _text_differs(contract, run.stdout, expected.stdout)
+        detail = _text_differs(contract, run.stdout, expected.stdout, expected.vary.get("stdout", []))
         if detail is not None:
             out.append(("stdout", detail))
     if "stderr" not in skip and expected.stderr is not None and run.stderr is not None:
-        detail = _text_differs(contract, run.stderr, expected.stderr)
+        detail = _text_differs(contract, run.stderr, expected.stderr, expected.vary.get("stderr", []))
         if detail is not None:
             out.append(("stderr", detail))
     if "output file" not in skip and expected.output_file_sha256 is not None:

@@ -84,11 +84,40 @@ def caught(outcome: RunOutcome, allowed: list[str]) -> list[str]:
 def confine_for(target: Target, cwd: Path, writable: list[str] = ()):  # type: ignore[assignment]
     from pw.workload import containment
 
+    cache = cuda_jit_cache(target)
     return containment.confinement(target.build_dir, target.hidden, cwd, tools=[Path(t) for t in target.tools],
-                                   extra_writable=[Path(w) for w in writable])
+                                   extra_writable=[Path(w) for w in writable] + ([cache] if cache is not None else []))
 
 
-def base_env(step: Step, scratch: Path) -> dict[str, str]:
+CUDA_SOURCES = (".cu", ".cuh")
+
+
+def cuda_jit_cache(target: Target) -> Path | None:
+    """The CUDA driver's JIT cache of a target whose sources are CUDA, or None: pw's directory,
+    outside the target's tree (a file there is no output and no cache of results), one per target
+    (a candidate never reads the baseline's compiled code), kept across the target's runs (only the
+    first run compiles the PTX of a binary built with no -arch). The driver's default, under HOME,
+    would be a file each run leaves in its scratch, which pw reports as written outside the tree."""
+    if not any(f.endswith(CUDA_SOURCES) for f in target.files):
+        return None
+    cache = target.build_dir.parent / ".cuda-jit" / target.build_dir.name
+    cache.mkdir(parents=True, exist_ok=True)  # bound into the sandbox, so it must exist first
+    return cache
+
+
+def cuda_env(target: Target | None) -> dict[str, str]:
+    """What every run of a CUDA target gets (timed, oracle, profiled alike): its JIT cache, and
+    eager module loading, so the driver loads (and JIT-compiles) every module when the context is
+    made, before the program's first timer starts, not inside the first timed region."""
+    cache = cuda_jit_cache(target) if target is not None else None
+    if cache is None:
+        return {}
+    return {"CUDA_CACHE_PATH": str(cache.resolve()), "CUDA_MODULE_LOADING": "EAGER"}
+
+
+def base_env(step: Step, scratch: Path, target: Target | None = None) -> dict[str, str]:
+    """The environment of a target's run: a fixed few variables passed through, a fresh HOME and
+    TMPDIR, a CUDA target's driver settings (``cuda_env``), then the step's own (which win)."""
     env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.setdefault("LC_ALL", "C")
@@ -97,6 +126,7 @@ def base_env(step: Step, scratch: Path) -> dict[str, str]:
     # Python's bytecode cache is a file a run writes into its own tree for the next run to read:
     # a cache across runs, which pw rejects. No run writes one (every arm, every kind of run alike).
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(cuda_env(target))
     env.update(step.env)
     return env
 
@@ -202,10 +232,12 @@ def metric_value(contract: Contract, result: ProcessResult, stdout: str) -> tupl
     if m.kind in ("wall", "operation"):  # an operation's cost replaces it once the run's profile is read
         return result.wall_s, None
     scale = _UNIT_SCALE[m.unit]
-    if m.pattern:
-        found = re.findall(m.pattern, stdout)
+    pattern = m.region_pattern
+    if pattern:
+        found = re.findall(pattern, stdout)
         if not found:
-            return None, f"metric pattern {m.pattern!r} not found in the output"
+            what = f"timer {m.timer!r}" if m.timer is not None else f"pattern {m.pattern!r}"
+            return None, f"metric {what} not found in the output"
         raw = found[-1] if isinstance(found[-1], str) else found[-1][0]
     else:
         raw = None
@@ -265,7 +297,7 @@ def run_once(
     trace_log = (scratch.parent / f".{scratch.name}-{tag}.strace").absolute()
     confine = confine_for(target, cwd, wrap.writable if wrap is not None else [])
     prefix = writes.strace_prefix(trace_log) if trace_writes and confine is None else None
-    env = base_env(step, scratch)
+    env = base_env(step, scratch, target)
     if wrap is not None:
         env.update(wrap.env)
     result = run_process(
@@ -316,7 +348,9 @@ def run_once(
             traced = ""
         trace_log.unlink(missing_ok=True)
         found = writes.written_paths(traced, str(cwd.resolve()))
-        outside_writes = writes.outside(found, [str(target.build_dir.resolve()), str(scratch.resolve())])
+        own = [str(target.build_dir.resolve()), str(scratch.resolve())]
+        cache = cuda_jit_cache(target)
+        outside_writes = writes.outside(found, own + ([str(cache.resolve())] if cache is not None else []))
     value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
     leftovers = [p.split(" ", 1)[-1] for p in result.leftover_processes]
     return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes,
@@ -354,7 +388,7 @@ def failure_message(contract: Contract, outcome: RunOutcome) -> str:
 def compare_with_reference(contract: Contract, src_dir: Path, outcome: RunOutcome, reference: str) -> Comparison:
     """Compare one run's output with a reference file from the (pristine, protected) source tree."""
     o = contract.oracle
-    skip = contract.metric.pattern if contract.metric.kind == "roi" else None
+    skip = contract.metric.region_pattern
     want = (src_dir / reference).read_text(errors="replace")
     if o.kind == "file":
         if outcome.output_file is None:
