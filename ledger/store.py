@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from ledger import anchor
 from ledger.codec import (
     HASH_KEY,
     HASH_SUFFIX_LEN,
@@ -433,6 +434,7 @@ class Ledger:
                     os.write(fd, blob)
                     os.fsync(fd)
                     self._advance(envelopes, blob, start, key)
+                    anchor.note(self.path, envelopes[-1].seq, envelopes[-1].hash)  # kept when the command ends
                     return envelopes
                 finally:
                     fcntl.flock(fd, fcntl.LOCK_UN)

@@ -27,7 +27,7 @@ import msgspec
 
 from ledger.contract import Profiling
 
-FORMAT = 3
+FORMAT = 4
 
 Downgrade = Callable[[bytes], bytes | None]
 
@@ -117,12 +117,28 @@ def _preflight_2(doc: Any) -> bool:
     return True
 
 
+# --- 4 -> 3: why a build failed although its steps passed (a tree pw will not judge, issue 26) ------
+
+
+def _preflight_3(doc: Any) -> bool:
+    """Format 3's build had no problem: a build without one loses nothing without the key; one
+    that has a problem was not written by format 3."""
+    build = doc.get("build") if isinstance(doc, dict) else None
+    if build is None:
+        return True
+    if not isinstance(build, dict) or build.get("problem") is not None:
+        return False
+    del build["problem"]
+    return True
+
+
 STEPS: dict[int, Step] = {
     2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
             "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
             {"experiment-plan.json": _json(_plan_1), "profiler-routing.json": _json(_routing_1),
              "report.json": _json(_report_1)}),
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
+    4: Step("why a build whose steps passed failed (preflight.json)", {"preflight.json": _json(_preflight_3)}),
 }
 
 

@@ -16,6 +16,13 @@ from ledger.store import Ledger
 
 FIXED_AT = "2026-01-01T00:00:00.000000Z"
 
+# Every `pw` command a test runs anchors the heads it appended (ledger.anchor): into a log of this
+# test session, never the user's own (~/.local/state/profileweaver/anchors.jsonl).
+if not os.environ.get("PW_ANCHOR_LOG"):
+    import tempfile
+
+    os.environ["PW_ANCHOR_LOG"] = os.path.join(tempfile.mkdtemp(prefix="pw-test-anchors-"), "anchors.jsonl")
+
 
 def make_contract(name: str = "demo") -> Contract:
     return Contract(version=1, name=name, source=Source(editable=["src/*.c"]), run=Step(argv=["./demo"]))

@@ -14,9 +14,14 @@ from pw.cli.common import checked_events, open_run, print_json, print_text
 
 
 def audit(args) -> int:
+    from ledger import anchor
     from ledger.errors import LedgerCorrupt, NewerLedger, TornTail
     from pw.app.audit import audit_run
 
+    try:
+        printed = [anchor.parse(text) for text in getattr(args, "anchor", [])]
+    except ValueError as exc:
+        raise InputError(f"--anchor {exc}") from None
     run, ledger = open_run(args.run)
     try:
         checked_events(run, ledger)
@@ -29,7 +34,7 @@ def audit(args) -> int:
         # is what an audit is for: it is reported below (exit 1).
         if exc.seq in (None, 1):
             raise
-    report = audit_run(run)
+    report = audit_run(run, printed=printed)
     if args.json:
         print_json(to_builtins(report))
     else:
