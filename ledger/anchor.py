@@ -83,9 +83,12 @@ def flush(command: str) -> tuple[list[Anchor], str | None]:
     blob = b"".join(msgspec.json.encode(a) + b"\n" for a in anchors)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                blob = b"\n" + blob  # after a torn line: ours starts a line of its own
             os.write(fd, blob)
             os.fsync(fd)
         finally:

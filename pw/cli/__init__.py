@@ -144,9 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     from ledger.errors import PWError
 
     anchor.begin()
+    printed = False  # an error's one line stays the only line: its anchor is kept, not printed
     try:
         handler = getattr(importlib.import_module(module_name), func_name)
-        return int(handler(args) or 0)
+        code = int(handler(args) or 0)
+        printed = True
+        return code
     except PWError as exc:
         from pw import diagnostics
 
@@ -160,16 +163,17 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     finally:
-        _anchor(args.verb)
+        _anchor(args.verb, printed)
 
 
-def _anchor(verb: str) -> None:
+def _anchor(verb: str, printed: bool) -> None:
     """Anchor the head of every ledger this command appended to, outside the run (ledger.anchor),
-    and print it: one line on stderr a person or CI can keep (`pw audit --anchor SEQ:HASH`)."""
+    and, when the command did not fail, print it: one line on stderr a person or CI can keep
+    (`pw audit --anchor SEQ:HASH`)."""
     from ledger import anchor
 
     kept, why = anchor.flush(verb)
-    for a in kept:
+    for a in kept if printed else []:
         sys.stderr.write(f"pw {verb}: anchor {a.seq}:{a.hash} for {a.ledger}"
                          + (f" (not kept: {why})" if why else f" (kept in {anchor.log_path()})") + "\n")
 

@@ -11,9 +11,9 @@ file's content is compared by its bytes (overlay) or by its change time (snapsho
 program can set back), never by size and mtime alone.
 
 Hostile trees (paths longer than PATH_MAX, a million entries, fifos and sockets, links out of the
-tree, files pw cannot read) never crash a walk: ``built_files`` refuses them with ``HostileTree``
-(one line naming the first problem), the listings name them as changes. Every walk is iterative,
-never opens a path of PATH_MAX bytes or more, and stops after ``MAX_ENTRIES`` entries.
+tree, files pw cannot read) never crash a walk: ``built_files`` refuses them (a ``WorkloadError``
+whose one line names the first problem), the listings name them as changes. Every walk is
+iterative, never opens a path of PATH_MAX bytes or more, and stops after ``MAX_ENTRIES`` entries.
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ _SHOWN_PATH = 160  # characters of a path shown in a change's words
 _NOT_THE_PROGRAMS = ("user.overlay.", "trusted.overlay.", "security.")
 
 
-class HostileTree(WorkloadError):
-    """A built tree pw will not hash or time: what it holds, in one line."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, failure_class="caught")
+def _hostile(message: str) -> WorkloadError:
+    """A built tree pw will not hash or time, what it holds in one line: a ``WorkloadError`` of class
+    ``caught`` (exit 1 where it reaches the command line; a failed build where ``build`` meets it)."""
+    return WorkloadError(message, failure_class="caught")
 
 
 class Entry(msgspec.Struct, frozen=True, array_like=True):
@@ -154,30 +153,30 @@ def _problem_words(rel: str, problem: str, limit: int) -> str:
 # --- built trees -----------------------------------------------------------------------------------
 
 def built_files(root: Path, *, limit: int = MAX_ENTRIES) -> list[str]:
-    """Relative paths of the regular files of a built tree, sorted; ``HostileTree`` for a tree pw
-    cannot judge: too many entries, a path too long to open, a directory or file it cannot read,
+    """Relative paths of the regular files of a built tree, sorted; a ``WorkloadError`` (class caught) for a
+    tree pw cannot judge: too many entries, a path too long to open, a directory or file it cannot read,
     a fifo, socket or device, a link that leaves the tree."""
     base = str(root)
     real = os.path.realpath(base)
     files = []
     for rel, st, problem in _walk(base, limit):
         if problem == "too-many":
-            raise HostileTree(f"its built tree holds more than {limit} entries")
+            raise _hostile(f"its built tree holds more than {limit} entries")
         if problem == "too-long":
-            raise HostileTree(f"its built tree holds a path longer than PATH_MAX ({PATH_MAX} bytes): {shown(rel)}")
+            raise _hostile(f"its built tree holds a path longer than PATH_MAX ({PATH_MAX} bytes): {shown(rel)}")
         if problem is not None:
-            raise HostileTree(f"its built tree holds {shown(rel)}, which pw cannot read ({problem.split(':', 1)[1]})")
+            raise _hostile(f"its built tree holds {shown(rel)}, which pw cannot read ({problem.split(':', 1)[1]})")
         kind = _kind(st.st_mode, st.st_rdev)
         if kind == "file":
             if not os.access(os.path.join(base, rel), os.R_OK):
-                raise HostileTree(f"its built tree holds {shown(rel)}, which pw cannot read")
+                raise _hostile(f"its built tree holds {shown(rel)}, which pw cannot read")
             files.append(rel)
         elif kind == "link":
             target = os.readlink(os.path.join(base, rel))
             if _leaves(rel, target, real):
-                raise HostileTree(f"its built tree holds a link out of the tree: {shown(rel)} to {shown(target)}")
+                raise _hostile(f"its built tree holds a link out of the tree: {shown(rel)} to {shown(target)}")
         elif kind != "directory":
-            raise HostileTree(f"its built tree holds a {'device' if kind == 'whiteout' else kind}: {shown(rel)}")
+            raise _hostile(f"its built tree holds a {'device' if kind == 'whiteout' else kind}: {shown(rel)}")
     return sorted(files)
 
 

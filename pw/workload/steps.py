@@ -23,6 +23,7 @@ import msgspec
 from adapters.process import ProcessResult, describe, run_process
 from ledger import events as ev
 from ledger.contract import Contract, Step
+from ledger.errors import WorkloadError
 from ledger.evidence import EvidenceStore
 from pw import diagnostics
 from pw.workload import changes, workspace
@@ -157,7 +158,7 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
         try:
             files = _all_files(target.build_dir)
             binary, image = workspace.tree_digest(target.build_dir, files), image_digest(target.build_dir, files)
-        except changes.HostileTree as exc:  # a tree pw cannot hash or time is a failed build, said why
+        except WorkloadError as exc:  # a tree pw cannot hash or time (changes.built_files): a failed build, said why
             outcome, problem = "build-failed", exc.message
         except OSError as exc:  # it changed under the walk (a file made unreadable)
             outcome, problem = "build-failed", f"its built tree could not be hashed ({exc.strerror or exc})"
@@ -176,7 +177,7 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
 
 
 def _all_files(root: Path) -> list[str]:
-    """The built tree's regular files; ``changes.HostileTree`` (one line) for a tree pw will not judge."""
+    """The built tree's regular files; a ``WorkloadError`` (one line) for a tree pw will not judge."""
     return changes.built_files(root)
 
 

@@ -1,6 +1,6 @@
 /* One program, many ways to keep state from one run for the next (issue 26).
  *
- *   state CHANNEL write VALUE   keep VALUE in CHANNEL (kernel: keys, keys-session, mq, shm)
+ *   state CHANNEL write VALUE   keep VALUE in CHANNEL (kernel: keys, keys-user, mq, shm)
  *   state CHANNEL read          print what CHANNEL holds, or "none"
  *   state keys clear            invalidate the keys a write made (test hygiene)
  *   state sock NAME             connect to the abstract unix socket NAME: "connected" or "refused"
@@ -26,13 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static int keyrings(long *ids, int session_only)
+static int keyrings(long *ids, int user_only)
 {
     int n = 0;
-    ids[n++] = KEY_SPEC_SESSION_KEYRING;
-    if (session_only)
-        return n;
     ids[n++] = KEY_SPEC_USER_KEYRING;
+    if (user_only)
+        return n;
+    ids[n++] = KEY_SPEC_SESSION_KEYRING;
     ids[n++] = KEY_SPEC_USER_SESSION_KEYRING;
     long persistent = syscall(SYS_keyctl, KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING);
     if (persistent > 0)
@@ -48,10 +48,10 @@ static int keyrings(long *ids, int session_only)
     return n;
 }
 
-static int keys(const char *op, const char *value, int session_only)
+static int keys(const char *op, const char *value, int user_only)
 {
     long ids[256];
-    int n = keyrings(ids, session_only), wrote = 0, err = 0;
+    int n = keyrings(ids, user_only), wrote = 0, err = 0;
     for (int i = 0; i < n; i++) {
         if (!strcmp(op, "write")) {
             if (syscall(SYS_add_key, "user", "pw-run-state", value, strlen(value), ids[i]) > 0)
@@ -191,8 +191,8 @@ int main(int argc, char **argv)
     if (argc < 2)
         return 2;
     const char *ch = argv[1], *op = argc > 2 ? argv[2] : "", *value = argc > 3 ? argv[3] : "";
-    if (!strcmp(ch, "keys") || !strcmp(ch, "keys-session"))
-        return keys(op, value, !strcmp(ch, "keys-session"));
+    if (!strcmp(ch, "keys") || !strcmp(ch, "keys-user"))
+        return keys(op, value, !strcmp(ch, "keys-user"));
     if (!strcmp(ch, "mq"))
         return mq(op, value);
     if (!strcmp(ch, "shm"))
