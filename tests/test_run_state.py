@@ -334,3 +334,45 @@ def test_a_file_pw_cannot_read_is_refused_not_a_crash(tmp_path):
         assert r.stdout.strip() == "its built tree holds secret, which pw cannot read", r.stdout
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# --- through pw evaluate -----------------------------------------------------------------------------
+
+LONG_PATH_TINY_C = r"""
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(void)
+{
+    /* A cache at the bottom of a directory chain longer than PATH_MAX (red team, issue 26). */
+    char name[201];
+    memset(name, 'd', 200);
+    name[200] = 0;
+    if (mkdir(".deep", 0755) == 0 && chdir(".deep") == 0)
+        for (int i = 0; i < 30 && mkdir(name, 0755) == 0 && chdir(name) == 0; i++)
+            ;
+    unsigned long s = 0;
+    for (unsigned long i = 0; i < 300000; i++)
+        s += i % 7;
+    printf("sum %lu\n", s);
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_candidate_writing_beyond_path_max_is_rejected_with_the_reason_not_a_traceback(tiny_budget_run, tmp_path):
+    """Red team: `pw evaluate` exited 1 with `OSError: [Errno 36] File name too long` in
+    steps._all_files and left the candidate prepared, with no verdict."""
+    from tests.conftest import copy_run, pw_main
+
+    run = copy_run(tiny_budget_run, tmp_path)
+    assert pw_main("prepare", run, "--candidate", "deep:baseline:cache").code == 0
+    (run / "candidates" / "deep" / "src" / "tiny.c").write_text(LONG_PATH_TINY_C)
+    r = pw_main("evaluate", run, "deep", "--json")
+    assert r.code in (0, 1) and "Traceback" not in r.err, r
+    out = r.json()
+    assert out["status"] == "rejected", out
+    assert "made a path longer than PATH_MAX (4096 bytes) under .deep/" in " ".join(out["reasons"]), out["reasons"]
+    assert not (run / "build" / "deep" / ".deep").exists()

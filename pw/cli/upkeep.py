@@ -226,7 +226,11 @@ def doctor(args) -> int:
 
     found = containment.probe()
     sandbox = {"usable": found.sandbox is not None, "tool": found.sandbox.tool if found.sandbox else None,
-               "description": containment.describe(found), "reasons": list(found.reasons)}
+               "description": containment.describe(found), "reasons": list(found.reasons),
+               # How a run's tree is kept from the next run (docs/trust-model.md): a throwaway
+               # overlay, or snapshots before and after (the reason why not the overlay).
+               "throwaway": bool(found.sandbox and found.sandbox.throwaway),
+               "throwaway_reason": found.sandbox.throwaway_reason if found.sandbox else "no sandbox"}
     where = _where_pw_runs()
     if args.json:
         print_json({"adapters": rows, "sandbox": sandbox, "pw": where})
@@ -255,6 +259,8 @@ def doctor(args) -> int:
         console().print(f"  {r['adapter']}: declared x{o['declared']:g}, {measured}", soft_wrap=True)
     if sandbox["usable"]:
         console().print(f"sandbox: {sandbox['description']}")
+        console().print("runs' trees: " + ("a throwaway overlay per run" if sandbox["throwaway"] else
+                                           f"snapshots before and after each run ({sandbox['throwaway_reason']})"))
     else:
         console().print(f"sandbox: NONE ({'; '.join(sandbox['reasons'])}); verdicts are capped at proposed")
     return 0
