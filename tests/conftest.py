@@ -402,3 +402,28 @@ def reforge_ledger(run: Path, edit) -> None:
     forged = Ledger(run / "ledger.jsonl")
     for env in events:
         forged.append(edit(env.data), expected_seq=env.seq - 1, actor=env.actor, cause=env.cause)
+
+
+def python_as(user: str, home: str | None = None) -> list[str] | None:
+    """An argv prefix that runs this checkout's Python as another local ``user`` (root only, with
+    setpriv), or None: this interpreter where that user may run it, else the system's python3 with
+    this checkout and its site-packages on PYTHONPATH (an interpreter under /root is not theirs)."""
+    import pwd
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    root = Path(__file__).resolve().parents[1]
+    site = ":".join(p for p in sys.path if p.endswith("site-packages"))
+    for exe in (sys.executable, "/usr/bin/python3"):
+        argv = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "env",
+                f"HOME={home or entry.pw_dir}", f"PYTHONPATH={root}:{site}", exe]
+        if subprocess.run([*argv, "-c", "import msgspec, pw.cli"], capture_output=True, timeout=60).returncode == 0:
+            return argv
+    return None

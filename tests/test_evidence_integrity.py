@@ -21,7 +21,7 @@ from ledger import anchor
 from ledger import events as ev
 from ledger.evidence import EvidenceStore
 from ledger.store import Ledger
-from tests.conftest import ledger_events, pw_main
+from tests.conftest import ledger_events, pw_main, python_as
 
 RECORDED = Path(__file__).parent / "data" / "run-gates-v1-pyloop"
 CID = "dict"
@@ -212,32 +212,11 @@ def test_an_unwritable_anchor_log_never_fails_the_command(run_dir, monkeypatch, 
 JUDGE, AGENT, GROUP = "pw-judge", "pw-agent", "pw-agents"
 
 
-def _as(user: str) -> list[str] | None:
-    """An argv prefix running this checkout's Python as ``user`` (root only; users from .ci/setup)."""
-    import pwd
-    import sys
-
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
-        return None
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
-        return None
-    root = Path(__file__).resolve().parents[1]
-    site = ":".join(p for p in sys.path if p.endswith("site-packages"))
-    for exe in (sys.executable, "/usr/bin/python3"):
-        argv = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "env",
-                f"HOME={entry.pw_dir}", f"PYTHONPATH={root}:{site}", exe]
-        if subprocess.run([*argv, "-c", "import msgspec, pw.cli"], capture_output=True, timeout=60).returncode == 0:
-            return argv
-    return None
-
-
 def test_in_the_judge_uid_setup_the_agent_writes_its_workspace_and_nothing_else(run, tmp_path):
     """docs/trust-model.md, "The judge's own uid": the run belongs to the judge, the agent's uid
     (in the judge's group) may write only the candidate workspaces `pw prepare` shares with it;
     the forger's writes to the ledger, the evidence, the projections and the anchor log are refused."""
-    judge, agent = _as(JUDGE), _as(AGENT)
+    judge, agent = python_as(JUDGE), python_as(AGENT)
     if judge is None or agent is None:
         pytest.skip(f"needs root and the users {JUDGE} and {AGENT} (in group {GROUP}) that .ci/setup makes")
     import grp

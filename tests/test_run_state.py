@@ -287,27 +287,6 @@ def test_too_many_entries_is_refused_after_the_limit_not_after_the_tree(tmp_path
     assert words.words[0] == "changed more than 300 entries (the listing stopped there)"
 
 
-def _foreign_python(user: str) -> list[str] | None:
-    """An argv prefix that runs this checkout's Python as ``user`` (root only), or None."""
-    import pwd
-
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
-        return None
-    try:
-        pw_ = pwd.getpwnam(user)
-    except KeyError:
-        return None
-    root = Path(__file__).resolve().parents[1]
-    site = [p for p in __import__("sys").path if p.endswith("site-packages")]
-    for exe in (__import__("sys").executable, "/usr/bin/python3"):
-        argv = ["setpriv", f"--reuid={pw_.pw_uid}", f"--regid={pw_.pw_gid}", "--clear-groups", "env",
-                f"PYTHONPATH={root}:{':'.join(site)}", exe]
-        ok = subprocess.run([*argv, "-c", "import msgspec, pw.workload.changes"], capture_output=True, timeout=60)
-        if ok.returncode == 0:
-            return argv
-    return None
-
-
 def test_a_file_pw_cannot_read_is_refused_not_a_crash(tmp_path):
     """Root reads every file, so as root the walk runs as nobody."""
     import tempfile
@@ -322,7 +301,9 @@ def test_a_file_pw_cannot_read_is_refused_not_a_crash(tmp_path):
             with pytest.raises(WorkloadError, match="secret, which pw cannot read"):
                 changes.built_files(root)
             return
-        argv = _foreign_python("nobody")
+        from tests.conftest import python_as
+
+        argv = python_as("nobody", home="/")
         if argv is None:
             pytest.skip("cannot run this checkout's Python as nobody here")
         code = ("import sys; from pathlib import Path; from pw.workload import changes\n"
