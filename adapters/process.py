@@ -75,6 +75,9 @@ class ProcessResult(msgspec.Struct, frozen=True):
     run_queue_s: float | None = None
     steal_s: float | None = None
     others_cpu_s: float | None = None
+    # Seconds the launcher took to mount the layout's throwaway trees and drop its capabilities
+    # (before the program's clock started: none of it is in wall_s).
+    throwaway_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -202,7 +205,7 @@ def run_process(
         code, wall, rss, launch_error = measured.returncode, measured.wall_s, measured.max_rss_kb, measured.launch_error
         extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files,
                      user_s=measured.user_s, sys_s=measured.sys_s, reported=True,
-                     run_queue_s=measured.run_queue_s, steal_s=measured.steal_s,
+                     run_queue_s=measured.run_queue_s, steal_s=measured.steal_s, throwaway_s=measured.throwaway_s,
                      # This process's own threads (draining the program's output, the timer) are
                      # not other work: a program that prints 100 MB keeps them busy on another CPU.
                      others_cpu_s=None if measured.others_cpu_s is None
@@ -260,6 +263,7 @@ class _LaunchReport(msgspec.Struct, frozen=True):
     run_queue_s: float | None = None
     steal_s: float | None = None
     others_cpu_s: float | None = None
+    throwaway_s: float = 0.0
 
 
 def with_own_tools(layout: sb.Layout) -> sb.Layout:
@@ -282,6 +286,7 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
         for t in confine.layout.throwaway:  # overlayfs's upper layer and work directory, empty
             for sub in ("upper", "work"):
                 os.makedirs(os.path.join(t.changes, sub), exist_ok=True)
+            _reuse_volatile_work(os.path.join(t.changes, "work"))
     # bwrap reads its seccomp filter (no keyring calls) from a descriptor the command inherits
     # (through `outer` too: a profiler passes its descriptors on to what it runs).
     seccomp_fd = sb.seccomp_pipe() if confine is not None and confine.sandbox.tool == "bwrap" else None
@@ -332,6 +337,25 @@ def _spawn(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     except BrokenPipeError:
         pass  # the launcher died at once; its wait status says how
     return proc, os.fdopen(r, "rb")
+
+
+def _reuse_volatile_work(work: str) -> None:
+    """A volatile overlay leaves work/work/incompat/volatile/dirty behind (overlayfs's own, in
+    directories of mode 000) and will not mount again on a work directory holding it: its upper
+    layer might be inconsistent. Ours is empty (a changes directory is kept only then): it goes."""
+    incompat = os.path.join(work, "work", "incompat")
+    if not os.path.lexists(incompat):
+        return
+    os.chmod(os.path.dirname(incompat), 0o700)
+    stack = [incompat]
+    while stack:  # a few entries, in directories of mode 000: open them all, then remove bottom up
+        path = stack.pop()
+        os.chmod(path, 0o700)
+        stack += [os.path.join(path, e.name) for e in os.scandir(path) if e.is_dir(follow_symlinks=False)]
+    for dirpath, _, filenames in os.walk(incompat, topdown=False):
+        for name in filenames:
+            os.unlink(os.path.join(dirpath, name))
+        os.rmdir(dirpath)
 
 
 def probe_throwaway(sandbox: sb.Sandbox, where: str | None = None) -> str:

@@ -183,6 +183,22 @@ def test_state_in_the_tree_is_named_and_never_reaches_the_next_run(tree, tree_mo
     assert time.monotonic() - started < 20
 
 
+def test_both_arms_share_a_scratch_and_each_run_starts_from_its_own_tree(tmp_path, state_exe, tree_mode):
+    """A campaign runs the baseline and the candidate one after the other in one scratch
+    directory: the changes directory an empty run leaves is the next run's (any arm's), one that
+    holds changes is discarded first, and every run sees only its own tree as built."""
+    a, b = Tree(tmp_path / "a", state_exe), Tree(tmp_path / "b", state_exe)
+    (b.build / "input.dat").write_text("DATA\n")  # another tree: "rewrite" sees it as a mark
+    scratch = tmp_path / "scratch" / "c"
+
+    def run(t: Tree, *args):
+        return run_once(t.contract, t.target, scratch, argv=["./state", *args])
+
+    seen = [run(a, "mode"), run(b, "rewrite"), run(a, "dir"), run(b, "dir"), run(a, "dir"), run(b, "mode")]
+    assert [o.stdout for o in seen] == ["fresh\n", "state: input.dat holds DATA\n", *["fresh\n"] * 4], seen
+    assert seen[1].side_effects == [] and seen[3].side_effects == ["created directory .seen"]
+
+
 def test_an_output_the_run_writes_is_read_then_thrown_away(tree, tree_mode):
     """What every oracle reads still arrives: a created file's text, the declared output's bytes;
     neither stays in the tree, and the declared output is not a side effect."""

@@ -303,6 +303,8 @@ def _build_baseline(handle: RunHandle, contract: Contract, target: execute.Targe
         return [built]
     last = built.steps[-1]
     what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
+    if built.problem is not None:  # every step passed, but the tree it built is one pw will not judge
+        what = f"passed, but {built.problem}"
     fault = ev.FaultRecorded(
         stage="build",
         target="baseline",

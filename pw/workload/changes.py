@@ -423,6 +423,18 @@ def _parents(rel: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
+def names_anything(path: Path) -> bool:
+    """Whether a directory holds any entry (or is not a directory one can list: then it is no
+    empty upper layer either)."""
+    try:
+        with os.scandir(path) as it:
+            return next(it, None) is not None
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
 def discard(path: Path) -> None:
     """Remove a run's overlay changes directory, however deep or odd what it holds."""
     if not path.exists():

@@ -64,11 +64,15 @@ def throwaway_changes(tree: Path, changes: Path) -> Path | None:
     tree, changes = tree.resolve(), changes.parent.resolve() / changes.name
     if not (sb.overlay_safe(str(tree)) and sb.overlay_safe(str(changes))):
         return None
+    import tempfile
+
     try:
+        changes.parent.mkdir(parents=True, exist_ok=True)
         device = os.stat(changes.parent).st_dev
+        probed = os.stat(tempfile.gettempdir()).st_dev  # where `probe` tried one already
     except OSError:
         return None
-    return changes if _upper_works_on(device, str(changes.parent)) else None
+    return changes if device == probed or _upper_works_on(device, str(changes.parent)) else None
 
 
 @functools.lru_cache(maxsize=8)

@@ -199,11 +199,16 @@ class RunTree:
 
     @classmethod
     def before(cls, target: Target, scratch: Path, tag: str) -> RunTree:
+        """``tag`` names the run in logs only: every run of one scratch directory (both arms of a
+        campaign, one run after the other) shares its changes directory, kept between runs while
+        its upper layer is empty (making and removing it cost more than the overlay itself)."""
         from pw.workload import containment
 
-        where = containment.throwaway_changes(target.build_dir, scratch.parent / f".{scratch.name}-{tag}.changes")
+        del tag
+        where = containment.throwaway_changes(target.build_dir, scratch.parent / f".{scratch.name}.changes")
         if where is not None:
-            changes.discard(where)
+            if changes.names_anything(where / "upper"):
+                changes.discard(where)  # a run's changes not discarded (pw was killed): not the next run's
             return cls(target.build_dir, where, None)
         return cls(target.build_dir, None, changes.tree_state(target.build_dir))
 
@@ -230,7 +235,9 @@ class RunTree:
         return list(found.words), created, output
 
     def discard(self) -> None:
-        if self.changes is not None:
+        """Drop what the run changed: the whole changes directory when its upper layer holds
+        anything, else nothing (an empty upper layer is the next run's too)."""
+        if self.changes is not None and changes.names_anything(self.changes / "upper"):
             changes.discard(self.changes)
 
 
