@@ -15,12 +15,14 @@
    verdict is FASTER would be a false "verified" speedup (significance is the gate it needs).
    The bound is 5%; the 95% Clopper-Pearson interval of the observed rate is printed beside it.
 
-3. The throwaway tree's cost (issue 26). `true` is launched through the launcher in pairs, in a
+3. The throwaway tree's cost (issue 26). `true` is launched through the launcher, in a tree of
+   100 small files in 5 directories, in pairs, in a
    seeded random order within each pair: as runs were launched before issue 26 (no user namespace,
    no seccomp filter, bwrap's --dev, the tree bound writable) and as a timed run is launched now
    (its own user namespace, the keyring filter, /dev node by node, the tree through a throwaway
    overlay the launcher mounts), with the now-arm's whole per-run tree work around it
-   (`pw.workload.steps.RunTree`: the changes directory made, listed and discarded). The per-pair
+   (`pw.workload.steps.RunTree`: the changes directory made, listed and discarded) against the
+   before-arm's (its tree snapshotted before and after, as run_once did). The per-pair
    difference of the outer wall time is the cost; its median and a 95% bootstrap interval are
    printed, and `throwaway_cost_within_2ms` says whether the median is at most 2 ms. Beside it, the
    work the overlay adds, timed where it happens: the launcher's mount, hide and capability drop
@@ -131,35 +133,45 @@ def throwaway_cost(found: sb.Sandbox, root: Path, pairs: int, seed: int = 26) ->
     import random
 
     from adapters import process
+    from pw.workload import containment, workspace
     from pw.workload.steps import RunTree, Target, confine_for
 
     root.mkdir(parents=True, exist_ok=True)
-    if process.probe_throwaway(found, str(root)):
+    # Probed now, with today's bwrap arguments (the before-arm swaps them while it runs).
+    if process.probe_throwaway(found, str(root)) or not containment.throwaway_works():
         return {"throwaway_available": 0}
     true = shutil.which("true") or "/bin/true"
     env = {"PATH": "/usr/bin:/bin"}
     runs = root / "runs"
     tree = runs / "r" / "build" / "c"
     tree.mkdir(parents=True)
-    (tree / "input.dat").write_bytes(b"x" * 4096)
+    # A small built tree (sources, objects, inputs): what each run's tree check walks or not.
+    for d in range(5):
+        (tree / f"d{d}").mkdir()
+        for i in range(20):
+            (tree / f"d{d}" / f"f{i}.c").write_bytes(b"x" * 4096)
     logs = root / "logs"
-    before = Confinement(sandbox=found, layout=sb.Layout(writable=[str(tree)], hidden=[str(runs)], cwd=str(tree)))
     real_builder = sb.bwrap_argv
+    target = Target(label="c", src_dir=tree, build_dir=tree, files=[], hidden=[str(runs)])
+    scratch = runs / "r" / "scratch" / "c"
 
     def today() -> tuple[float, float]:
+        """A run as pw.workload.steps.run_once made it before issue 26: its sandbox, the tree
+        bound writable, snapshots (size, mtime) of the tree before and after."""
         sb.bwrap_argv = _bwrap_before_issue_26
         try:
             start = time.perf_counter()
+            before = workspace.snapshot(tree)
+            conf = confine_for(target, tree)
             r = run_process([true], cwd=tree, env=env, timeout_s=30, stdout_path=logs / "o", stderr_path=logs / "e",
-                            own_peak_rss=True, confine=before)
+                            own_peak_rss=True, confine=conf)
+            assert r.ok and workspace.snapshot(tree) == before, r
             return time.perf_counter() - start, r.wall_s
         finally:
             sb.bwrap_argv = real_builder
 
     setup: list[float] = []  # the launcher's mount, hide and capability drop (it reports it)
     pw_side: list[float] = []  # pw's own (pw.workload.steps.RunTree): before the run, and after it
-    target = Target(label="c", src_dir=tree, build_dir=tree, files=[], hidden=[str(runs)])
-    scratch = runs / "r" / "scratch" / "c"
 
     def throwaway() -> tuple[float, float]:
         start = time.perf_counter()
@@ -180,20 +192,16 @@ def throwaway_cost(found: sb.Sandbox, root: Path, pairs: int, seed: int = 26) ->
     arms = {"today": today, "throwaway": throwaway}
     outer: dict[str, list[float]] = {k: [] for k in arms}
     inner: dict[str, list[float]] = {k: [] for k in arms}
-    cpu: dict[str, list[float]] = {k: [] for k in arms}
     for name in arms:  # one unmeasured launch each: caches warm for both
         arms[name]()
     for _ in range(pairs):
         order = list(arms)
         rng.shuffle(order)
         for name in order:
-            cpu0 = _children_cpu_s()
             o, i = arms[name]()
-            cpu[name].append(_children_cpu_s() - cpu0)
             outer[name].append(o)
             inner[name].append(i)
     diffs = [b - a for a, b in zip(outer["today"], outer["throwaway"], strict=True)]
-    cpu_diffs = [b - a for a, b in zip(cpu["today"], cpu["throwaway"], strict=True)]
     boot = sorted(statistics.median(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
     out = {"throwaway_available": 1, "throwaway_pairs": pairs,
            "launch_ms_today": _ms(outer["today"]), "launch_ms_throwaway": _ms(outer["throwaway"]),
@@ -201,10 +209,6 @@ def throwaway_cost(found: sb.Sandbox, root: Path, pairs: int, seed: int = 26) ->
            "throwaway_cost_ms_median_paired": _ms(diffs),
            "throwaway_cost_ms_ci95_low": boot[int(0.025 * len(boot))] * 1000.0,
            "throwaway_cost_ms_ci95_high": boot[int(0.975 * len(boot)) - 1] * 1000.0,
-           # CPU time (user + system, the sandbox, the launcher and the kernel's mount work): what
-           # a loaded machine does not blur the way it blurs wall time.
-           "cpu_ms_today": _ms(cpu["today"]), "cpu_ms_throwaway": _ms(cpu["throwaway"]),
-           "throwaway_cpu_ms_median_paired": _ms(cpu_diffs),
            # The work the throwaway tree adds, each part timed where it happens (load blurs these
            # far less than the whole launch's wall time, which other work on a shared host moves
            # by tens of ms from one launch to the next).
