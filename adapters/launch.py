@@ -17,7 +17,8 @@ The report (JSON, written to REPORT_FD after the program ends) holds the wait st
 `subprocess` returns codes (minus the signal), the wall time, the peak RSS in KB, how the machine's
 load delayed the program (`run_queue_s`: its main thread runnable but waiting for a CPU;
 `steal_s`: CPU time the hypervisor took from the machine meanwhile; `others_cpu_s`: CPU time the
-machine's other work used meanwhile, on any CPU), and `launch_error` when the
+machine's other work used meanwhile, on any CPU), how long mounting its throwaway trees took
+(`throwaway_s`, before the program's clock starts), and `launch_error` when the
 program could not be executed. When the launcher itself is killed (a
 timeout kills the whole process group), no report is written and the caller falls back to what
 it saw.
@@ -28,6 +29,12 @@ process still alive in the namespace (work handed to a detached child, a daemon 
 next run) and every file in /tmp, /var/tmp, /dev/shm and HOME (a cache that would have outlived
 the run without the sandbox). The sandbox discards both when the launcher exits; the report is
 how pw learns that the program tried.
+
+With `throwaway` in the spec (`[{"tree": ..., "changes": ...}]`, adapters/sandbox.py
+`Layout.throwaway`) the launcher first mounts each tree through a copy-on-write overlay whose
+changes land in `changes/upper`, hides `changes` under an empty tmpfs, re-enters its working
+directory through the overlay and drops every capability the sandbox lent it for that; a failure
+of any step is a `launch_error` and the program is not started.
 
 Standard library only: `-I` leaves this package off `sys.path`.
 """
@@ -49,6 +56,13 @@ def main() -> None:
     os.set_inheritable(report_fd, False)  # the program must not be able to write our report
     _only_standard_fds()
     _not_dumpable()
+    began = time.perf_counter()
+    why = _throwaway_trees(spec.get("throwaway") or [])
+    throwaway_s = time.perf_counter() - began
+    if why is not None:
+        os.write(2, f"pw's launcher: {why}\n".encode())
+        _write_report(report_fd, {"returncode": 127, "wall_s": 0.0, "max_rss_kb": 0, "launch_error": why})
+        return
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -80,7 +94,7 @@ def main() -> None:
     report = {"returncode": os.waitstatus_to_exitcode(status), "wall_s": wall,
               "max_rss_kb": usage.ru_maxrss, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
               "run_queue_s": run_queue_s, "steal_s": steal_s, "others_cpu_s": others_cpu_s,
-              "launch_error": None}
+              "launch_error": None, "throwaway_s": throwaway_s}
     if sandboxed:
         report["leftover_processes"] = _leftover_processes()
         report["scratch_files"] = _scratch_files([*_SCRATCH, env.get("HOME", "")], spec.get("own_trees", []))
@@ -146,6 +160,70 @@ def _not_dumpable() -> None:
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
     except (OSError, AttributeError):
         pass  # not Linux with a C library: nothing to clear
+
+
+_MS_NOSUID, _MS_NODEV = 2, 4
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAPS_V3 = 0x20080522
+
+
+def _throwaway_trees(trees: list) -> str | None:
+    """Mount each tree through its overlay, hide where its changes land, drop every capability;
+    None, or why not. Nothing to mount: nothing to drop either (the sandbox lent none)."""
+    if not trees:
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for t in trees:
+        tree, changes = t["tree"], t["changes"]
+        # userxattr: overlayfs keeps its own attributes as user.overlay.*, the only kind a user
+        # namespace may write (it is why an unprivileged user may mount it at all). volatile: no
+        # sync of the upper layer, which is thrown away (unmounting synced its whole filesystem:
+        # an ext4 journal commit, tens of ms on a busy disk, after every run).
+        opts = f"lowerdir={tree},upperdir={changes}/upper,workdir={changes}/work,userxattr,volatile"
+        if libc.mount(b"overlay", tree.encode(), b"overlay", _MS_NOSUID | _MS_NODEV, opts.encode()) != 0:
+            return f"cannot mount the throwaway tree on {tree}: {os.strerror(ctypes.get_errno())}"
+    for t in trees:  # the overlay holds its layers open; the program must not reach them by path
+        if libc.mount(b"tmpfs", t["changes"].encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"size=4k,mode=0555") != 0:
+            return f"cannot hide {t['changes']}: {os.strerror(ctypes.get_errno())}"
+    try:
+        os.chdir(os.getcwd())  # the working directory was entered before the overlay covered it
+    except OSError as exc:
+        return f"cannot enter the working directory through the throwaway tree: {exc.strerror}"
+    return _drop_capabilities(libc)
+
+
+def _drop_capabilities(libc) -> str | None:
+    """Empty every capability set (bounding, ambient, effective, permitted, inheritable) and check
+    that the kernel shows them empty; None, or why not."""
+    import ctypes
+
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such cap
+            return f"cannot drop capability {cap}: {os.strerror(ctypes.get_errno())}"
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    if libc.capset(ctypes.byref(Header(_CAPS_V3, 0)), (Data * 2)()) != 0:
+        return f"cannot drop capabilities: {os.strerror(ctypes.get_errno())}"
+    try:
+        with open("/proc/self/status") as f:
+            held = [line for line in f if line.startswith("Cap") and int(line.split()[1], 16)]
+    except (OSError, ValueError, IndexError):
+        return "cannot read /proc/self/status to check that no capability is left"
+    return f"capabilities left after dropping them: {held[0].strip()}" if held else None
 
 
 def _ancestors() -> set[int]:

@@ -15,7 +15,10 @@ is recorded in the result, never raised.
 
 With ``sandbox`` the command runs inside ``adapters.sandbox`` (a new PID namespace, a read-only
 system, only its own tree writable); with the launcher inside too, the launcher reports what the
-program left behind (``leftover_processes``, ``scratch_files``).
+program left behind (``leftover_processes``, ``scratch_files``). Under bwrap the command inherits
+one more descriptor, the seccomp filter bwrap reads (``adapters.sandbox.seccomp_pipe``), and a
+layout's throwaway trees are mounted by the launcher (their ``changes`` directories are made here,
+empty; the caller lists and removes them after the run).
 """
 
 from __future__ import annotations
@@ -72,6 +75,9 @@ class ProcessResult(msgspec.Struct, frozen=True):
     run_queue_s: float | None = None
     steal_s: float | None = None
     others_cpu_s: float | None = None
+    # Seconds the launcher took to mount the layout's throwaway trees and drop its capabilities
+    # (before the program's clock started: none of it is in wall_s).
+    throwaway_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -199,7 +205,7 @@ def run_process(
         code, wall, rss, launch_error = measured.returncode, measured.wall_s, measured.max_rss_kb, measured.launch_error
         extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files,
                      user_s=measured.user_s, sys_s=measured.sys_s, reported=True,
-                     run_queue_s=measured.run_queue_s, steal_s=measured.steal_s,
+                     run_queue_s=measured.run_queue_s, steal_s=measured.steal_s, throwaway_s=measured.throwaway_s,
                      # This process's own threads (draining the program's output, the timer) are
                      # not other work: a program that prints 100 MB keeps them busy on another CPU.
                      others_cpu_s=None if measured.others_cpu_s is None
@@ -257,6 +263,7 @@ class _LaunchReport(msgspec.Struct, frozen=True):
     run_queue_s: float | None = None
     steal_s: float | None = None
     others_cpu_s: float | None = None
+    throwaway_s: float = 0.0
 
 
 def with_own_tools(layout: sb.Layout) -> sb.Layout:
@@ -274,9 +281,32 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     common = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # pgid == pid
     if confine is not None:
         cwd = None  # the sandbox changes directory itself (--chdir), to a path only it may see
+        if confine.layout.throwaway and not launcher:
+            raise ValueError("throwaway trees are mounted by pw's launcher: run the command with own_peak_rss")
+        for t in confine.layout.throwaway:  # overlayfs's upper layer and work directory, empty
+            for sub in ("upper", "work"):
+                os.makedirs(os.path.join(t.changes, sub), exist_ok=True)
+            _reuse_volatile_work(os.path.join(t.changes, "work"))
+    # bwrap reads its seccomp filter (no keyring calls) from a descriptor the command inherits
+    # (through `outer` too: a profiler passes its descriptors on to what it runs).
+    seccomp_fd = sb.seccomp_pipe() if confine is not None and confine.sandbox.tool == "bwrap" else None
+    try:
+        return _spawn(argv, cwd=cwd, env=env, launcher=launcher, confine=confine, outer=list(outer),
+                      seccomp_fd=seccomp_fd, common=common)
+    finally:
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
+
+
+def _spawn(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | None, outer: list[str],
+           seccomp_fd: int | None, common: dict):
+    extra_fds = () if seccomp_fd is None else (seccomp_fd,)
     if not launcher:
-        full = sb.wrap(confine.sandbox, with_own_tools(confine.layout), argv) if confine is not None else argv
-        return subprocess.Popen([*outer, *full], cwd=cwd, env=env, stdin=subprocess.DEVNULL, **common), None
+        full = sb.wrap(confine.sandbox, with_own_tools(confine.layout), argv, seccomp_fd=seccomp_fd) \
+            if confine is not None else argv
+        proc = subprocess.Popen([*outer, *full], cwd=cwd, env=env, stdin=subprocess.DEVNULL, pass_fds=extra_fds,
+                                **common)
+        return proc, None
     if not argv or any("\0" in a for a in argv) or any("\0" in k + v or "=" in k for k, v in (env or {}).items()):
         raise ValueError("argv and environment may not contain NUL bytes (or '=' in a variable name)")
     # The report fd is 10 or above: the unshare fallback's script uses 3-9 for itself.
@@ -285,22 +315,77 @@ def _popen(argv: list[str], *, cwd, env, launcher: bool, confine: Confinement | 
     os.close(w)
     inner = [sys.executable, "-I", "-S", str(_LAUNCHER), str(report_fd)]
     layout = with_own_tools(confine.layout) if confine is not None else None
-    full = [*outer, *(sb.wrap(confine.sandbox, layout, inner) if confine is not None else inner)]
+    full = [*outer, *(sb.wrap(confine.sandbox, layout, inner, seccomp_fd=seccomp_fd) if confine is not None
+                      else inner)]
     try:
-        proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.PIPE, pass_fds=(report_fd,), **common)
+        proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.PIPE, pass_fds=(report_fd, *extra_fds),
+                                **common)
     finally:
         os.close(report_fd)
+    throwaway = [{"tree": t.tree, "changes": t.changes} for t in layout.throwaway] if layout is not None else []
     spec = msgspec.json.encode({"argv": argv, "env": env if env is not None else dict(os.environ),
                                 "sandboxed": confine is not None,
                                 # Not scratch: the target's own trees and what is shown read-only (a
                                 # /tmp bind is a mount inside the fresh /tmp, not something left there).
-                                "own_trees": [*layout.writable, *layout.readonly] if layout is not None else []})
+                                "own_trees": [*layout.writable, *layout.readonly,
+                                              *(x for t in throwaway for x in (t["tree"], t["changes"]))]
+                                if layout is not None else [],
+                                "throwaway": throwaway})
     try:
         proc.stdin.write(spec)
         proc.stdin.close()
     except BrokenPipeError:
         pass  # the launcher died at once; its wait status says how
     return proc, os.fdopen(r, "rb")
+
+
+def _reuse_volatile_work(work: str) -> None:
+    """A volatile overlay leaves work/work/incompat/volatile/dirty behind (overlayfs's own, in
+    directories of mode 000) and will not mount again on a work directory holding it: its upper
+    layer might be inconsistent. Ours is empty (a changes directory is kept only then): it goes."""
+    incompat = os.path.join(work, "work", "incompat")
+    if not os.path.lexists(incompat):
+        return
+    os.chmod(os.path.dirname(incompat), 0o700)
+    stack = [incompat]
+    while stack:  # a few entries, in directories of mode 000: open them all, then remove bottom up
+        path = stack.pop()
+        os.chmod(path, 0o700)
+        stack += [os.path.join(path, e.name) for e in os.scandir(path) if e.is_dir(follow_symlinks=False)]
+    for dirpath, _, filenames in os.walk(incompat, topdown=False):
+        for name in filenames:
+            os.unlink(os.path.join(dirpath, name))
+        os.rmdir(dirpath)
+
+
+def probe_throwaway(sandbox: sb.Sandbox, where: str | None = None) -> str:
+    """Whether throwaway trees work with this sandbox, their changes on the filesystem of ``where``
+    (default: the temporary directory): a real run under the launcher writes and deletes in an
+    overlaid tree, which must be unchanged after it while its upper layer holds both changes. ""
+    when they work, else why not (one line)."""
+    import tempfile
+
+    if sandbox.tool != "bwrap":
+        return f"{sandbox.tool} makes no user namespace to mount overlays in"
+    with tempfile.TemporaryDirectory(prefix=".pw-throwaway-probe-", dir=where) as root:
+        root = os.path.realpath(root)
+        tree, changes = os.path.join(root, "tree"), os.path.join(root, "changes")
+        os.mkdir(tree)
+        with open(os.path.join(tree, "kept"), "w") as f:
+            f.write("x\n")
+        if not (sb.overlay_safe(tree) and sb.overlay_safe(changes)):
+            return f"the temporary directory {root} holds a character overlayfs options cannot carry"
+        layout = sb.Layout(writable=[], hidden=[], cwd=tree, throwaway=[sb.Throwaway(tree=tree, changes=changes)])
+        r = run_process(["/bin/sh", "-c", "echo y > made && rm kept && test -f made"], cwd=tree,
+                        env={"PATH": "/usr/bin:/bin"}, timeout_s=20, stdout_path=Path(root, "out"),
+                        stderr_path=Path(root, "err"), own_peak_rss=True,
+                        confine=Confinement(sandbox=sandbox, layout=layout))
+        if not r.ok:
+            err = Path(root, "err").read_text(errors="replace").strip().splitlines()
+            return f"a run in a throwaway tree failed: {r.launch_error or (err[-1] if err else describe(r, 20))}"
+        if os.listdir(tree) != ["kept"] or not os.path.isfile(os.path.join(changes, "upper", "made")):
+            return "a run in a throwaway tree changed the tree itself, or its changes did not land apart"
+    return ""
 
 
 def _decode_report(data: bytes) -> _LaunchReport | None:

@@ -145,6 +145,9 @@ class BuildFinished(Payload, frozen=True):
     binary_sha256: str | None = None
     # What a timed run loads (pw.workload.image): equal images run the same code on the same data.
     image_sha256: str | None = None
+    # Why a build whose steps all passed still failed: its tree is one pw will not hash or time
+    # (pw.workload.changes.HostileTree: a path beyond PATH_MAX, a fifo, a link out of the tree...).
+    problem: str | None = None
 
 
 class OracleChecked(Payload, frozen=True):

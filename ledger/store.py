@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from ledger import anchor
 from ledger.codec import (
     HASH_KEY,
     HASH_SUFFIX_LEN,
@@ -443,6 +444,7 @@ class Ledger:
                     start = self._cursor.offset
                     _write_batch(fd, blob, start, self.path)
                     self._advance(envelopes, blob, start, key)
+                    anchor.note(self.path, envelopes[-1].seq, envelopes[-1].hash)  # kept when the command ends
                     return envelopes
                 finally:
                     fcntl.flock(fd, fcntl.LOCK_UN)

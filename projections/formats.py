@@ -107,16 +107,29 @@ def _report_1(doc: Any) -> bool:
 # --- 3 -> 2: a build's running image (gate rules 13, pw.workload.image) -----------------------------
 
 
-def _preflight_2(doc: Any) -> bool:
-    """Format 2's build had no running image: a build without one (every format-2 ledger's) loses
-    nothing without the key; one that has an image was not written by format 2."""
-    build = doc.get("build") if isinstance(doc, dict) else None
-    if build is None:
+def _build_without(key: str) -> Callable[[Any], bool]:
+    """A preflight downgrade to a format whose build had no ``key``: a build without one (every
+    older ledger's) loses nothing without the key; one that has it was not written by that format."""
+
+    def edit(doc: Any) -> bool:
+        build = doc.get("build") if isinstance(doc, dict) else None
+        if build is None:
+            return True
+        if not isinstance(build, dict) or build.get(key) is not None:
+            return False
+        del build[key]
         return True
-    if not isinstance(build, dict) or build.get("image_sha256") is not None:
-        return False
-    del build["image_sha256"]
-    return True
+
+    return edit
+
+
+_preflight_2 = _build_without("image_sha256")  # format 2's build had no running image
+
+
+# --- 4 -> 3: why a build failed although its steps passed (a tree pw will not judge, issue 26) ------
+
+
+_preflight_3 = _build_without("problem")  # format 3's build had no problem
 
 
 # --- 4 -> 3: one kind of run (an operation's cost as the metric), a region named by its timer line ------
@@ -165,8 +178,10 @@ STEPS: dict[int, Step] = {
              "report.json": _json(_report_1)}),
     3: Step("a build's running image (preflight.json)", {"preflight.json": _json(_preflight_2)}),
     4: Step("a metric that is one operation's cost or a region named by its timer line (experiment-plan.json); "
-            "claim findings and unprofiled pairs (report.json)",
-            {"experiment-plan.json": _json(_plan_3), "report.json": _json(_report_3)}),
+            "claim findings and unprofiled pairs (report.json); why a build whose steps passed failed "
+            "(preflight.json)",
+            {"experiment-plan.json": _json(_plan_3), "report.json": _json(_report_3),
+             "preflight.json": _json(_preflight_3)}),
     5: Step("what each actor was handed (cost.json actors and total), and the documents' run-directory "
             "files (brief.md, plan.json, harness-state.json, bench.*.json, experiment-state.json, "
             "campaign-plan.json, campaign-result.json)",

@@ -17,6 +17,13 @@ from ledger.store import Ledger
 
 FIXED_AT = "2026-01-01T00:00:00.000000Z"
 
+# Every `pw` command a test runs anchors the heads it appended (ledger.anchor): into a log of this
+# test session, never the user's own (~/.local/state/profileweaver/anchors.jsonl).
+if not os.environ.get("PW_ANCHOR_LOG"):
+    import tempfile
+
+    os.environ["PW_ANCHOR_LOG"] = os.path.join(tempfile.mkdtemp(prefix="pw-test-anchors-"), "anchors.jsonl")
+
 
 def make_contract(name: str = "demo") -> Contract:
     return Contract(version=1, name=name, source=Source(editable=["src/*.c"]), run=Step(argv=["./demo"]))
@@ -444,3 +451,26 @@ def scene(tmp_path, faults_template, monkeypatch, fast_preflight):
         yield world
     finally:
         world.close()
+def python_as(user: str, home: str | None = None) -> list[str] | None:
+    """An argv prefix that runs this checkout's Python as another local ``user`` (root only, with
+    setpriv), or None: this interpreter where that user may run it, else the system's python3 with
+    this checkout and its site-packages on PYTHONPATH (an interpreter under /root is not theirs)."""
+    import pwd
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    root = Path(__file__).resolve().parents[1]
+    site = ":".join(p for p in sys.path if p.endswith("site-packages"))
+    for exe in (sys.executable, "/usr/bin/python3"):
+        argv = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "env",
+                f"HOME={home or entry.pw_dir}", f"PYTHONPATH={root}:{site}", exe]
+        if subprocess.run([*argv, "-c", "import msgspec, pw.cli"], capture_output=True, timeout=60).returncode == 0:
+            return argv
+    return None

@@ -17,8 +17,8 @@ from adapters.gpu_timeline import decode_jsonl, summarize, to_profile
 from adapters.registry import installed_specs
 from ledger.metrics import is_known
 from pw.rules import gates_reprofiled as gates
-from pw.rules.rulesets import rule_set
 from pw.rules.routing import discovery_needs, escalate, route
+from pw.rules.rulesets import rule_set
 from pw.workload.compare import compare_text
 
 DATA = Path(__file__).parent / "data"

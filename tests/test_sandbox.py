@@ -27,11 +27,14 @@ def pairs(argv: list[str], flag: str) -> list[str]:
 
 def test_bwrap_argv_masks_before_it_binds_the_tree_back():
     argv = sb.bwrap_argv("/usr/bin/bwrap", layout(), ["./matmul", "720", "1"])
-    for flag in ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent", "--new-session"):
+    for flag in ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent",
+                 "--new-session"):
         assert flag in argv
-    assert argv[argv.index("--cap-drop") + 1] == "ALL"
+    assert argv[argv.index("--cap-drop") + 1] == "ALL" and "--cap-add" not in argv
     assert argv[argv.index("--ro-bind"):argv.index("--ro-bind") + 3] == ["--ro-bind", "/", "/"]
-    assert pairs(argv, "--tmpfs") == ["/tmp", "/dev/shm", "/r/runs", "/var/tmp", "/w/matmul-c"]  # parents first
+    # /dev first (its nodes bound one by one, not --dev), then the masks, parents first.
+    assert "--dev" not in argv and "/dev/null" in pairs(argv, "--dev-bind")
+    assert pairs(argv, "--tmpfs") == ["/dev", "/tmp", "/dev/shm", "/r/runs", "/var/tmp", "/w/matmul-c"]
     bind = argv.index("--bind")
     assert argv[bind:bind + 3] == ["--bind", "/r/runs/x/build/c", "/r/runs/x/build/c"]
     assert all(i < bind for i, a in enumerate(argv) if a == "--tmpfs")  # the mask goes on first
@@ -41,7 +44,7 @@ def test_bwrap_argv_masks_before_it_binds_the_tree_back():
 
 def test_masks_inside_a_tmpfs_are_not_mounted_twice():
     argv = sb.bwrap_argv("bwrap", layout("/tmp/p/runs/x/build/c", ["/tmp/p/runs", "/tmp/p/w"]), ["true"])
-    assert pairs(argv, "--tmpfs") == ["/tmp", "/dev/shm", "/var/tmp"]
+    assert pairs(argv, "--tmpfs") == ["/dev", "/tmp", "/dev/shm", "/var/tmp"]
 
 
 @pytest.mark.parametrize("bad", [

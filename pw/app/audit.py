@@ -25,6 +25,9 @@ class AuditContext(msgspec.Struct):
     files: dict[str, bytes]
     evidence: EvidenceStore
     notes: list[str] = []  # what a passing check still says (an older projection format)
+    printed: list[tuple[int, str]] = []  # chain heads given on the command line (`--anchor`)
+    # What a passing check says instead of "ok" (by check name): what it could not look at.
+    details: dict[str, str] = {}
 
 
 class CheckResult(msgspec.Struct, frozen=True):
@@ -432,17 +435,129 @@ def _resolution_divergence(ctx: AuditContext, i: int, r) -> str | None:
     return None if problem is None else f"no longer stops where it did: {problem}"
 
 
+def check_raw(ctx: AuditContext) -> str | None:
+    """Every file under raw/ holds the bytes its name is the sha256 of, cited or not (a planted or
+    edited file no event cites yet is still evidence someone could point to)."""
+    root = ctx.evidence.root
+    if not root.is_dir():
+        return None
+    for sub in sorted(root.iterdir()):
+        if not sub.is_dir() or sub.is_symlink():
+            return f"raw/{sub.name}: expected a directory of evidence files named by their sha256"
+        for f in sorted(sub.iterdir()):
+            name = f"raw/{sub.name}/{f.name}"
+            if f.is_symlink() or not f.is_file():
+                return f"{name}: expected a regular evidence file, found a link or something else"
+            if len(f.name) != 64 or not set(f.name) <= set("0123456789abcdef") or not f.name.startswith(sub.name):
+                return f"{name}: not named by a sha256 in its own directory"
+            if not ctx.evidence.check(f.name):
+                return f"{name}: its bytes no longer hash to its name (modified)"
+    return None
+
+
+def check_sources(ctx: AuditContext) -> str | None:
+    """The baseline copy and every judged candidate's workspace still hash to what was recorded:
+    the baseline to ``RunStarted.source_sha256``, a candidate to the ``source_sha256`` of the diff
+    its latest verdict judged (its patch is raw evidence, checked above, and variants/<id>.patch a
+    projection of it). A candidate whose latest verdict is a repairable rejection may be edited
+    (a repair in progress): said in a note."""
+    from ledger import events as ev
+    from pw.workload import workspace
+
+    started = next((e.data for e in ctx.events if isinstance(e.data, ev.RunStarted)), None)
+    if started is not None:
+        base = ctx.run.path / "baseline"
+        problem = _tree_problem(base, started.source_sha256, workspace)
+        if problem == _MISSING:
+            _say(ctx, "sources", "baseline/ is missing: the run's source copy cannot be re-hashed")
+        elif problem is not None:
+            return f"baseline/ {problem} (RunStarted.source_sha256 {started.source_sha256[:12]})"
+    prepared: dict[str, ev.CandidatePrepared] = {}
+    judged: dict[str, tuple[int, ev.CandidateDiffRecorded, ev.VerdictReached]] = {}
+    diffs: dict[str, tuple[int, ev.CandidateDiffRecorded]] = {}
+    for env in ctx.events:
+        d = env.data
+        if isinstance(d, ev.CandidatePrepared):
+            prepared[d.id] = d
+        elif isinstance(d, ev.CandidateDiffRecorded):
+            diffs[d.id] = (env.seq, d)
+        elif isinstance(d, ev.VerdictReached) and d.id in diffs:
+            judged[d.id] = (diffs[d.id][0], diffs[d.id][1], d)
+    for cid, (seq, diff, verdict) in sorted(judged.items()):
+        if diffs[cid][0] != seq or cid not in prepared:
+            continue  # evaluated again since its last verdict: that attempt's own verdict will judge it
+        ws = ctx.run.path / prepared[cid].workspace
+        problem = _tree_problem(ws, diff.source_sha256, workspace)
+        if problem is None:
+            continue
+        if problem == _MISSING:
+            _say(ctx, "sources", f"candidate {cid}: {prepared[cid].workspace} is missing: what its "
+                                 f"{verdict.status} verdict judged survives only as its patch in raw/")
+            continue
+        where = f"candidate {cid}: {prepared[cid].workspace} {problem}, not what its {verdict.status} verdict judged " \
+                f"(source_sha256 {diff.source_sha256[:12]} at seq {seq})"
+        if verdict.status == "rejected" and verdict.repairable:
+            _say(ctx, "sources", f"{where}; a repair in progress (`pw evaluate` records what it judges next)")
+            continue
+        return where
+    return None
+
+
+_MISSING = "is missing"
+
+
+def _say(ctx: AuditContext, check: str, text: str) -> None:
+    """What a passing check adds to its "ok" line."""
+    ctx.details[check] = f"{ctx.details[check]}; {text}" if check in ctx.details else f"ok; {text}"
+
+
+def _tree_problem(root, recorded: str, workspace) -> str | None:
+    if not root.is_dir():
+        return _MISSING
+    try:
+        digest = workspace.tree_digest(root, workspace.source_files(root))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return None if digest == recorded else "no longer hashes to it"
+
+
+def check_anchor(ctx: AuditContext) -> str | None:
+    """The ledger's history extends every head anchored for it outside the run directory
+    (``ledger.anchor``: the log, and the heads given with ``--anchor``): a ledger rewritten and
+    re-sealed since, by anyone who could write the run directory, no longer does."""
+    from ledger import anchor
+
+    heads = {env.seq: env.hash for env in ctx.events}
+    logged = anchor.anchors_for(ctx.run.ledger_path)
+    wanted = [(a.seq, a.hash, f"by `pw {a.command}` at {a.at} in {anchor.log_path()}") for a in logged]
+    wanted += [(seq, digest, "given with --anchor") for seq, digest in ctx.printed]
+    if not wanted:
+        _say(ctx, "anchor", f"no head of this ledger is anchored in {anchor.log_path()} (a run made elsewhere, "
+                            "or before anchors): give one pw printed with --anchor SEQ:HASH")
+        return None
+    problem = anchor.divergence(heads, wanted)
+    if problem is None:
+        last = max(wanted)
+        _say(ctx, "anchor", f"extends {len(wanted)} anchored heads, the last at seq {last[0]}")
+    return problem
+
+
 CHECKS: list[tuple[str, Callable[[AuditContext], str | None]]] = [
     ("evidence", check_evidence),
+    ("raw", check_raw),
+    ("sources", check_sources),
     ("profiles", check_profiles),
     ("stops", check_stops),
     ("resolutions", check_resolutions),
     ("verdicts", check_verdicts),
     ("projections", check_projections),
+    # Last: a ledger rewritten and re-sealed is named by what it says wrong first, where it says
+    # anything wrong; a careful forger's (consistent everywhere) only here.
+    ("anchor", check_anchor),
 ]
 
 
-def audit_run(run: RunDir) -> AuditReport:
+def audit_run(run: RunDir, printed: list[tuple[int, str]] = ()) -> AuditReport:
     ledger = Ledger(run.ledger_path)
     verified = ledger.verify()
     if not verified.ok:
@@ -463,13 +578,13 @@ def audit_run(run: RunDir) -> AuditReport:
     # check's finding, not a crash of the audit.
     files.update({name: evidence.get(sha) for name, sha in documents.evidence_copies(run_state).items()
                   if evidence.has(sha)})
-    ctx = AuditContext(run, events, run_state, files, evidence, [])
+    ctx = AuditContext(run, events, run_state, files, evidence, [], list(printed), {})
     results = [CheckResult("chain", True, f"{verified.events} events, hash chain intact")]
     first = None
     for name, check in CHECKS:
         noted = len(ctx.notes)
         problem = check(ctx)
-        detail = problem or ("ok" if len(ctx.notes) == noted else "ok (see note)")
+        detail = problem or ctx.details.get(name) or ("ok" if len(ctx.notes) == noted else "ok (see note)")
         results.append(CheckResult(name, problem is None, detail))
         if problem is not None and first is None:
             first = f"{name}: {problem}"

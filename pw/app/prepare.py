@@ -56,6 +56,7 @@ def prepare(handle: RunHandle, texts: list[str]) -> list[Prepared]:
             dest = handle.path / "candidates" / spec.id / "src"
             made.append(dest.parent)
             workspace.fresh_copy(src, dest, files)
+            workspace.share_with_agent(dest)  # the judge-uid set-up: the agent's one writable place
             protected = candidates.protected_files(contract)
             editable = [f for f in files if candidates.is_editable(f, contract) and f not in protected]
             targets = [f for f in hot_files if f in editable] or editable

@@ -353,6 +353,8 @@ def _build_baseline(handle: RunHandle, contract: Contract, target: execute.Targe
     what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
     errors, _ = build_log.summary(built, handle.evidence)
     said = f"; first errors: {build_log.one_line(errors)}" if errors else ""
+    if built.problem is not None:  # every step passed, but the tree it built is one pw will not judge
+        what = f"passed, but {built.problem}"
     fault = ev.FaultRecorded(
         stage="build",
         target="baseline",

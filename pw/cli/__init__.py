@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--until", type=int, metavar="SEQ", help="last event to fold (default: all)")
 
     p = _verb(sub, "audit", "verify the chain and recompute every projection and verdict")
+    p.add_argument("--anchor", action="append", default=[], metavar="SEQ:HASH",
+                   help="a chain head pw printed earlier (`anchor SEQ:HASH`): the ledger must extend it too")
 
     p = _verb(sub, "rebuild", "rewrite every projection file from the ledger")
 
@@ -167,12 +169,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     module_name, func_name = VERBS[args.verb].split(":")
+    from ledger import anchor
     from ledger.errors import DiskError, PWError, disk_error
 
+    anchor.begin()
+    printed = False  # an error's one line stays the only line: its anchor is kept, not printed
     try:
         try:
             handler = getattr(importlib.import_module(module_name), func_name)
-            return int(handler(args) or 0)
+            code = int(handler(args) or 0)
+            printed = True
+            return code
         except OSError as exc:
             # A write the machine refused somewhere no layer named it (a log, a plot, a scratch
             # folder): the same one line, naming the path the OS named. Anything else is a bug.
@@ -194,6 +201,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        _anchor(args.verb, printed)
+
+
+def _anchor(verb: str, printed: bool) -> None:
+    """Anchor the head of every ledger this command appended to, outside the run (ledger.anchor),
+    and, when the command did not fail, print it: one line on stderr a person or CI can keep
+    (`pw audit --anchor SEQ:HASH`)."""
+    from ledger import anchor
+
+    kept, why = anchor.flush(verb)
+    for a in kept if printed else []:
+        sys.stderr.write(f"pw {verb}: anchor {a.seq}:{a.hash} for {a.ledger}"
+                         + (f" (not kept: {why})" if why else f" (kept in {anchor.log_path()})") + "\n")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,14 @@ from pw.cli.common import checked_events, open_run, print_json, print_text
 
 
 def audit(args) -> int:
+    from ledger import anchor
     from ledger.errors import LedgerCorrupt, NewerLedger, TornTail
     from pw.app.audit import audit_run
 
+    try:
+        printed = [anchor.parse(text) for text in getattr(args, "anchor", [])]
+    except ValueError as exc:
+        raise InputError(f"--anchor {exc}") from None
     run, ledger = open_run(args.run)
     try:
         checked_events(run, ledger)
@@ -29,7 +34,7 @@ def audit(args) -> int:
         # is what an audit is for: it is reported below (exit 1).
         if exc.seq in (None, 1):
             raise
-    report = audit_run(run)
+    report = audit_run(run, printed=printed)
     if args.json:
         print_json(to_builtins(report))
     else:
@@ -233,7 +238,11 @@ def doctor(args) -> int:
 
     found = containment.probe()
     sandbox = {"usable": found.sandbox is not None, "tool": found.sandbox.tool if found.sandbox else None,
-               "description": containment.describe(found), "reasons": list(found.reasons)}
+               "description": containment.describe(found), "reasons": list(found.reasons),
+               # How a run's tree is kept from the next run (docs/trust-model.md): a throwaway
+               # overlay, or snapshots before and after (the reason why not the overlay).
+               "throwaway": bool(found.sandbox and found.sandbox.throwaway),
+               "throwaway_reason": found.sandbox.throwaway_reason if found.sandbox else "no sandbox"}
     where = _where_pw_runs()
     if args.json:
         print_json({"adapters": rows, "sandbox": sandbox, "pw": where})
@@ -262,6 +271,8 @@ def doctor(args) -> int:
         console().print(f"  {r['adapter']}: declared x{o['declared']:g}, {measured}", soft_wrap=True)
     if sandbox["usable"]:
         console().print(f"sandbox: {sandbox['description']}")
+        console().print("runs' trees: " + ("a throwaway overlay per run" if sandbox["throwaway"] else
+                                           f"snapshots before and after each run ({sandbox['throwaway_reason']})"))
     else:
         console().print(f"sandbox: NONE ({'; '.join(sandbox['reasons'])}); verdicts are capped at proposed")
     return 0

@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+import msgspec
+
 from adapters import sandbox as sb
 from adapters.process import Confinement
 
@@ -23,18 +25,62 @@ UNCONTAINED = "none"
 
 @functools.lru_cache(maxsize=1)
 def probe() -> sb.SandboxProbe:
-    """The sandbox of this pw process (probed once: ~10 ms)."""
+    """The sandbox of this pw process (probed once: ~10 ms, and ~0.1 s more for throwaway trees)."""
     if os.environ.get("PW_NO_SANDBOX") == "1":  # how tests show the uncontained path; never a default
         return sb.SandboxProbe(sandbox=None, reasons=["PW_NO_SANDBOX=1 in the environment"])
-    return sb.probe()
+    found = sb.probe()
+    if found.sandbox is None:
+        return found
+    from adapters.process import probe_throwaway
+
+    # PW_NO_THROWAWAY=1: how tests show runs checked by snapshot where overlays work; never a default.
+    why = "PW_NO_THROWAWAY=1 in the environment" if os.environ.get("PW_NO_THROWAWAY") == "1" \
+        else probe_throwaway(found.sandbox)
+    sandbox = msgspec.structs.replace(found.sandbox, throwaway=not why, throwaway_reason=why)
+    return msgspec.structs.replace(found, sandbox=sandbox)
 
 
 def describe(found: sb.SandboxProbe | None = None) -> str:
-    """One line for conditions and reports: 'bwrap (bubblewrap 0.8.0)' or 'none: <reasons>'."""
+    """One line for conditions and reports: 'bwrap (bubblewrap 0.8.0)' or 'none: <reasons>'. Both
+    arms of a campaign run in the one sandbox of its pw process, so the line is the same for both."""
     found = found or probe()
     if found.sandbox is not None:
         return f"{found.sandbox.tool} ({found.sandbox.version or 'version unknown'})"
     return f"{UNCONTAINED}: " + "; ".join(found.reasons or ["no sandbox tool"])
+
+
+def throwaway_works() -> bool:
+    """Whether runs here see their tree through a throwaway overlay (else: snapshots)."""
+    found = probe()
+    return found.sandbox is not None and found.sandbox.throwaway
+
+
+def throwaway_changes(tree: Path, changes: Path) -> Path | None:
+    """``changes`` when a run of ``tree`` can be shown it through a throwaway overlay whose changes
+    land there (the sandbox can overlay, overlayfs can name both paths, and ``changes``'s filesystem
+    takes an upper layer: probed once per filesystem), else None (the tree is snapshotted)."""
+    if not throwaway_works():
+        return None
+    tree, changes = tree.resolve(), changes.parent.resolve() / changes.name
+    if not (sb.overlay_safe(str(tree)) and sb.overlay_safe(str(changes))):
+        return None
+    import tempfile
+
+    try:
+        changes.parent.mkdir(parents=True, exist_ok=True)
+        device = os.stat(changes.parent).st_dev
+        probed = os.stat(tempfile.gettempdir()).st_dev  # where `probe` tried one already
+    except OSError:
+        return None
+    return changes if device == probed or _upper_works_on(device, str(changes.parent)) else None
+
+
+@functools.lru_cache(maxsize=8)
+def _upper_works_on(device: int, where: str) -> bool:
+    from adapters.process import probe_throwaway
+
+    sandbox = probe().sandbox
+    return sandbox is not None and not probe_throwaway(sandbox, where)
 
 
 def _needed_by_pw() -> list[str]:
@@ -81,18 +127,22 @@ def search_path_in_scratch(path: str, hidden: list[str]) -> list[str]:
 
 
 def confinement(build_dir: Path, hidden: list[str], cwd: Path, extra_writable: list[Path] = (),
-                tools: list[Path] = ()) -> Confinement | None:
+                tools: list[Path] = (), changes: Path | None = None) -> Confinement | None:
     """The sandbox for one command of a target, or None where no sandbox can be made. ``tools``:
     directories pw wrote its own helpers to (the -g compiler wrappers), shown read-only even where
-    a mask would hide them."""
+    a mask would hide them. ``changes`` (only where ``throwaway_works``): the build tree is shown
+    through a throwaway overlay whose changes land there (``adapters.sandbox.Throwaway``)."""
     found = probe()
     if found.sandbox is None:
         return None
-    writable = [str(build_dir.resolve()), *(str(p.resolve()) for p in extra_writable)]
+    tree = str(build_dir.resolve())
+    throwaway = [sb.Throwaway(tree=tree, changes=str(changes.resolve()))] if changes is not None else []
+    writable = [*([] if throwaway else [tree]), *(str(p.resolve()) for p in extra_writable)]
     readonly = search_path_in_scratch(os.environ.get("PATH", ""), hidden)
     readonly += [str(p.resolve()) for p in tools if str(p.resolve()) not in readonly]
     from adapters.process import with_own_tools
 
     return Confinement(sandbox=found.sandbox,
                        layout=with_own_tools(sb.Layout(writable=writable, hidden=list(hidden), cwd=str(cwd.resolve()),
-                                        readonly=[p for p in readonly if p not in writable])))
+                                        readonly=[p for p in readonly if p not in writable and p != tree],
+                                        throwaway=throwaway)))

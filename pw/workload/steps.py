@@ -1,9 +1,11 @@
 """Build, run and check a target (the baseline or a candidate) inside the run directory.
 
 A build always starts from a fresh copy of the target's pristine source, so what is timed is
-what was built from that source, and the binary tree is hashed. Each run gets its own empty HOME
-and TMPDIR, and files a run leaves in its working tree are removed before the next run and
-reported, so results cannot be cached across runs through the workspace.
+what was built from that source, and the binary tree is hashed (a tree pw cannot judge, such as
+one with a path beyond PATH_MAX, fails the build with the reason: ``pw.workload.changes``). Each
+run gets its own empty HOME and TMPDIR and sees its tree through a throwaway overlay where the
+sandbox can make one (else before/after snapshots, and what it created is removed); what it
+changed is reported, so results cannot be cached across runs through the workspace.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from adapters.base import RunWrap
 from adapters.process import ProcessResult, describe, run_process
 from ledger import events as ev
 from ledger.contract import Contract, Step
-from ledger.errors import DiskError
+from ledger.errors import DiskError, WorkloadError
 from ledger.evidence import EvidenceStore
 from pw import diagnostics
-from pw.workload import workspace
+from pw.workload import changes, workspace
 from pw.workload.compare import Comparison, compare_text
 from pw.workload.image import image_digest
 
@@ -81,12 +83,15 @@ def caught(outcome: RunOutcome, allowed: list[str]) -> list[str]:
     return [item for item in left_behind(outcome) if item not in set(allowed)]
 
 
-def confine_for(target: Target, cwd: Path, writable: list[str] = ()):  # type: ignore[assignment]
+def confine_for(target: Target, cwd: Path, writable: list[str] = (), changes: Path | None = None):  # type: ignore[assignment]
+    """The target's sandbox, ``writable`` bound writable too (a profiler's output, the CUDA driver's
+    per-target JIT cache); with ``changes`` (``RunTree``), its tree shown through a throwaway overlay."""
     from pw.workload import containment
 
     cache = cuda_jit_cache(target)
     return containment.confinement(target.build_dir, target.hidden, cwd, tools=[Path(t) for t in target.tools],
-                                   extra_writable=[Path(w) for w in writable] + ([cache] if cache is not None else []))
+                                   extra_writable=[Path(w) for w in writable] + ([cache] if cache is not None else []),
+                                   changes=changes)
 
 
 CUDA_SOURCES = (".cu", ".cuh")
@@ -191,10 +196,17 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
             outcome = "timeout" if result.timed_out else "build-failed"
             break
     shutil.rmtree(scratch, ignore_errors=True)
-    binary = image = None
+    binary = image = problem = None
     if outcome == "ok":
-        files = _all_files(target.build_dir)
-        binary, image = workspace.tree_digest(target.build_dir, files), image_digest(target.build_dir, files)
+        try:
+            files = _all_files(target.build_dir)
+            binary, image = workspace.tree_digest(target.build_dir, files), image_digest(target.build_dir, files)
+        except WorkloadError as exc:  # a tree pw cannot hash or time (changes.built_files): a failed build, said why
+            outcome, problem = "build-failed", exc.message
+        except OSError as exc:  # it changed under the walk (a file made unreadable)
+            outcome, problem = "build-failed", f"its built tree could not be hashed ({exc.strerror or exc})"
+        if problem is not None and diagnostics.debugging():
+            diagnostics.log().warning("tree-rejected", target=target.label, problem=problem)
     return ev.BuildFinished(
         target=target.label,
         inputs_sha256=inputs,
@@ -203,11 +215,90 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
         duration_s=round(time.perf_counter() - start, 6),
         binary_sha256=binary,
         image_sha256=image,
+        problem=problem,
     )
 
 
 def _all_files(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    """The built tree's regular files; a ``WorkloadError`` (one line) for a tree pw will not judge."""
+    return changes.built_files(root)
+
+
+def declared_output(contract: Contract) -> str | None:
+    """The oracle's output file, relative to the build tree, when the oracle compares one."""
+    if contract.oracle.kind == "file" and contract.oracle.path:
+        return (Path(contract.run.cwd) / contract.oracle.path).as_posix().removeprefix("./")
+    return None
+
+
+class RunTree:
+    """The build tree around one run: shown through a throwaway overlay where the sandbox makes one
+    (``changes`` is where its changes land, listed and discarded after the run), else snapshotted
+    before and after (what the run created is removed). Either way ``after`` names every change in
+    ``pw.workload.changes``' words and returns the output files the run wrote."""
+
+    def __init__(self, root: Path, changes_dir: Path | None, before: changes.TreeState | None) -> None:
+        self.root, self.changes, self.state = root, changes_dir, before
+
+    @classmethod
+    def before(cls, target: Target, scratch: Path, tag: str) -> RunTree:
+        """``tag`` names the run in logs only: every run of one scratch directory (both arms of a
+        campaign, one run after the other) shares its changes directory, kept between runs while
+        its upper layer is empty (making and removing it cost more than the overlay itself)."""
+        from pw.workload import containment
+
+        del tag
+        where = containment.throwaway_changes(target.build_dir, scratch.parent / f".{scratch.name}.changes")
+        if where is not None:
+            if changes.names_anything(where / "upper"):
+                changes.discard(where)  # a run's changes not discarded (pw was killed): not the next run's
+            return cls(target.build_dir, where, None)
+        return cls(target.build_dir, None, changes.tree_state(target.build_dir))
+
+    def after(self, declared: str | None) -> tuple[list[str], dict[str, str], bytes | None]:
+        """(the run's changes in words, text of the files it created (its outputs), the bytes of
+        the oracle's declared output file)."""
+        skip = frozenset([declared] if declared else [])
+        if self.changes is not None:
+            upper = self.changes / "upper"
+            found = changes.overlay_changes(upper, self.root, skip=skip) if upper.is_dir() else \
+                changes.Changes(words=[], created_files=[], where=str(upper))
+            where = upper
+        else:
+            now = changes.tree_state(self.root)
+            found = changes.state_changes(self.state, now, skip=skip)
+            where = self.root
+        output = _read(where / declared) if declared else None
+        created = {rel: text for rel in found.created_files
+                   if (text := _read_text(where / rel, _CREATED_KEEP_BYTES)) is not None}
+        if self.changes is None:
+            changes.remove_created(self.root, self.state, now)
+            if declared:
+                (self.root / declared).unlink(missing_ok=True)
+        return list(found.words), created, output
+
+    def discard(self) -> None:
+        """Drop what the run changed: the whole changes directory when its upper layer holds
+        anything, else nothing (an empty upper layer is the next run's too)."""
+        if self.changes is not None and changes.names_anything(self.changes / "upper"):
+            changes.discard(self.changes)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    except OSError:
+        return None
+
+
+def _read_text(path: Path, limit: int) -> str | None:
+    """A created file's text (an output the stable oracle compares), when it is small enough."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > limit:
+            return None
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
 
 
 def inputs_digest(contract: Contract, target: Target) -> str:
@@ -272,7 +363,8 @@ def run_once(
     trace_writes: bool = False,
     wrap: RunWrap | None = None,
 ) -> RunOutcome:
-    """One execution in the built tree; undeclared files it leaves behind are removed and reported.
+    """One execution in the built tree; every change it makes there is named (``side_effects``,
+    in ``pw.workload.changes``' words) and none reaches the next run (``RunTree``).
 
     The run is sandboxed (``_confine``): stdout and stderr are pipes, the environment is the same
     for every kind of run, and nothing traces it, so a timed, oracle, holdout or profiled run look
@@ -292,53 +384,35 @@ def run_once(
     step = contract.run
     cwd = target.build_dir / step.cwd
     _fresh_scratch(scratch)
-    before = workspace.snapshot(target.build_dir)
+    tree = RunTree.before(target, scratch, tag)
     # Absolute: strace opens it from the run's working directory, not ours.
     trace_log = (scratch.parent / f".{scratch.name}-{tag}.strace").absolute()
-    confine = confine_for(target, cwd, wrap.writable if wrap is not None else [])
+    confine = confine_for(target, cwd, wrap.writable if wrap is not None else [], changes=tree.changes)
     prefix = writes.strace_prefix(trace_log) if trace_writes and confine is None else None
     env = base_env(step, scratch, target)
     if wrap is not None:
         env.update(wrap.env)
-    result = run_process(
-        (prefix or []) + (list(wrap.inner) if wrap is not None else []) + list(argv or step.argv),
-        cwd=cwd,
-        env=env,
-        timeout_s=step.timeout_s,
-        outer=list(wrap.outer) if wrap is not None else (),
-        # Named by pw for pw: the program writes to pipes and never sees these paths.
-        stdout_path=scratch / f"{tag}.out",
-        stderr_path=scratch / f"{tag}.err",
-        own_peak_rss=True,  # the no-collateral gate compares it; without, it is pw's own peak
-        confine=confine,
-    )
-    diagnostics.process_ran(result, what=f"{tag} {target.label}")
-    if wrap is not None and (wrap.own_stdout_head or wrap.own_stdout_tail):
-        _strip_profiler_lines(Path(result.stdout_path), wrap)
-    stdout = Path(result.stdout_path).read_text(errors="replace")
-    output_file = None
-    declared = None
-    if contract.oracle.kind == "file" and contract.oracle.path:
-        declared = (Path(step.cwd) / contract.oracle.path).as_posix().removeprefix("./")
-        out_path = target.build_dir / declared
-        output_file = out_path.read_bytes() if out_path.is_file() else None
-    stderr = Path(result.stderr_path).read_text(errors="replace") if Path(result.stderr_path).exists() else ""
-    after = workspace.snapshot(target.build_dir)
-    side_effects = []
-    created: dict[str, str] = {}
-    for rel, stamp in sorted(after.items()):
-        if rel == declared:
-            (target.build_dir / rel).unlink(missing_ok=True)
-            continue
-        if rel not in before:
-            side_effects.append(f"created {rel}")
-            if stamp[0] <= _CREATED_KEEP_BYTES:  # an output file: the stable oracle compares it
-                created[rel] = (target.build_dir / rel).read_text(errors="replace")
-            (target.build_dir / rel).unlink(missing_ok=True)
-        elif before[rel] != stamp:
-            side_effects.append(f"modified {rel}")
-    # A run that deletes a file of its tree (its input, say) changes what the next run does.
-    side_effects += [f"deleted {rel}" for rel in sorted(before.keys() - after.keys()) if rel != declared]
+    try:
+        result = run_process(
+            (prefix or []) + (list(wrap.inner) if wrap is not None else []) + list(argv or step.argv),
+            cwd=cwd,
+            env=env,
+            timeout_s=step.timeout_s,
+            outer=list(wrap.outer) if wrap is not None else (),
+            # Named by pw for pw: the program writes to pipes and never sees these paths.
+            stdout_path=scratch / f"{tag}.out",
+            stderr_path=scratch / f"{tag}.err",
+            own_peak_rss=True,  # the no-collateral gate compares it; without, it is pw's own peak
+            confine=confine,
+        )
+        diagnostics.process_ran(result, what=f"{tag} {target.label}")
+        if wrap is not None and (wrap.own_stdout_head or wrap.own_stdout_tail):
+            _strip_profiler_lines(Path(result.stdout_path), wrap)
+        stdout = Path(result.stdout_path).read_text(errors="replace")
+        stderr = Path(result.stderr_path).read_text(errors="replace") if Path(result.stderr_path).exists() else ""
+        side_effects, created, output_file = tree.after(declared_output(contract))
+    finally:
+        tree.discard()
     outside_writes: list[str] = list(result.scratch_files)
     if prefix is not None:
         result = msgspec.structs.replace(result, argv=list(argv or step.argv))

@@ -13,10 +13,15 @@ import fnmatch
 import hashlib
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from ledger.errors import InputError
 from ledger.files import refused_writes
+
+# The judge-uid set-up (docs/trust-model.md): the group of the agent's uid, which may write the
+# candidate workspaces `pw prepare` makes and nothing else of a run.
+AGENT_GROUP_ENV = "PW_AGENT_GROUP"
 
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".venv", "node_modules"})
 _SKIP_SUFFIXES = (".o", ".obj", ".so", ".a", ".pyc", ".pyo", ".gcda", ".gcno")
@@ -178,6 +183,34 @@ def copy_files(src: Path, dest: Path, files: list[str]) -> list[str]:
     return list(methods)
 
 
+def share_with_agent(root: Path) -> None:
+    """With ``$PW_AGENT_GROUP`` set (pw runs as the judge's uid): make the candidate workspace
+    ``root`` the agent's to write (that group, group-writable, directories setgid so new files stay
+    in it). Everything else pw writes keeps the judge's umask: readable, not writable, by the group."""
+    import grp
+
+    name = os.environ.get(AGENT_GROUP_ENV)
+    if not name:
+        return
+    try:
+        gid = grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise InputError(f"{AGENT_GROUP_ENV}={name}: no such group (expected the agent's group, "
+                         "docs/trust-model.md)") from None
+    paths = [root, *sorted(root.rglob("*"))]
+    try:
+        for path in paths:
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            os.chown(path, -1, gid)
+            extra = 0o2070 if stat.S_ISDIR(st.st_mode) else 0o060
+            os.chmod(path, stat.S_IMODE(st.st_mode) | extra)
+    except PermissionError as exc:
+        raise InputError(f"{AGENT_GROUP_ENV}={name}: cannot give {root} to that group ({exc.strerror}); "
+                         "the judge's uid must be a member of it") from None
+
+
 def fresh_copy(src: Path, dest: Path, files: list[str]) -> None:
     """Replace `dest` with a copy of exactly `files` from `src`."""
     with refused_writes(dest):
@@ -188,14 +221,16 @@ def fresh_copy(src: Path, dest: Path, files: list[str]) -> None:
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """(size, mtime_ns) of every file under root: cheap change detection around a run."""
+    """(size, mtime_ns) of every file under root: cheap change detection around a profiled run
+    (whose created files its callers remove). A path it cannot stat (too long, gone) is left out:
+    the runs' own checks (pw.workload.changes) name such things."""
     out = {}
     for dirpath, _, filenames in os.walk(root):
         for name in filenames:
             path = Path(dirpath) / name
             try:
                 st = path.lstat()
-            except FileNotFoundError:
+            except OSError:
                 continue
             out[path.relative_to(root).as_posix()] = (st.st_size, st.st_mtime_ns)
     return out
