@@ -203,16 +203,17 @@ def _time(handle: RunHandle, state: RunState, cid: str, attempt: int, target: ex
 def merged_profiles(evidence, timing: ev.TimingRecorded) -> list[ev.ProfileNormalized]:
     """Each arm's profile over all its timed runs (what the report, `pw inspect` and the refreshed
     brief show of it): the runs' profiles summed, recorded with their parts."""
-    from ledger.profile import decode_profile, encode_profile, merge_profiles
+    from ledger.profile import decode_profile, encode_profile, merge_profiles, mergeable
 
     if timing.profiler is None:
         return []
     out = []
     for label in timing.targets:
         runs = timing.runs.get(label, [])
-        if not runs:
-            continue
-        merged = merge_profiles([decode_profile(evidence.get(r.profile)) for r in runs])
+        parts = [decode_profile(evidence.get(r.profile)) for r in runs]
+        if not parts or not all(mergeable(p) for p in parts):
+            continue  # a device timeline's runs are read run by run (pw.rules.judge_pairs), never summed
+        merged = merge_profiles(parts)
         primary = merged.primary_metric
         out.append(ev.ProfileNormalized(adapter=timing.profiler.adapter, target=label,
                                         profile_sha256=evidence.put(encode_profile(merged)), primary_metric=primary,
