@@ -1,4 +1,4 @@
-"""Events of the kernel-profile cache's own ledger (DESIGN.md §13).
+"""Events of the kernel-profile cache's own ledger (docs/kernel-profile.md).
 
 A measurement is an event; `profile.db` is their projection (`projections/kernel_profile_db.py`).
 The events carry the args' names in the table's declaration order beside their values, so the

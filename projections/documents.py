@@ -288,7 +288,7 @@ def evidence_copies(state: RunState) -> dict[str, str]:
     """Run files that are copies of content-addressed evidence: file name -> sha256 in raw/.
 
     The normalized profiles, each candidate's patch against its parent and its profile diff are
-    evidence already; these copies put them where people and agents look (DESIGN.md §6), and like
+    evidence already; these copies put them where people and agents look (docs/run-directory.md), and like
     every other run file they are rebuilt by `pw rebuild` and compared by `pw audit`.
     """
     out: dict[str, str] = {}

@@ -1,5 +1,5 @@
 """The foundation verbs through the real command line: bad input is one line and exit 2 with
-nothing written; audit, replay, rebuild, validate do what DESIGN.md §7 says."""
+nothing written; audit, replay, rebuild, validate do what the README's verbs table says."""
 
 from __future__ import annotations
 

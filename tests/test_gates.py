@@ -1,4 +1,4 @@
-"""pw.rules.gates: each trust gate against an honest candidate and a planted cheat (DESIGN.md §10)."""
+"""pw.rules.gates: each trust gate against an honest candidate and a planted cheat (docs/gates.md)."""
 
 from __future__ import annotations
 

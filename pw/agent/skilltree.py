@@ -29,7 +29,7 @@ TEMPLATES = "templates"  # skills/templates/<kind>/ hold copy-me skeletons, not 
 # Children that are not profilers of the optimisation loop but services with their own verbs: no
 # seven stages, no gate table, never routed to.
 SERVICE_CHILDREN: dict[str, str] = {
-    "pw-kernel-profile": "the kernel-profile cache, `pw kernel-profile` (DESIGN.md section 13)",
+    "pw-kernel-profile": "the kernel-profile cache, `pw kernel-profile` (docs/kernel-profile.md)",
 }
 
 # Old child names a user may have typed, each a short SKILL.md that points at the new name (the

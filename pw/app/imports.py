@@ -3,7 +3,7 @@
 The partial adapter reads the files at PATH (``read``, the only I/O), normalizes them (pure), and the
 run records one ProfileImported event: every artifact by hash under raw/, the normalized profile,
 the gates the evidence can never pass and a bounded brief. Nothing is re-measured; candidates are
-still built, checked and timed by `pw evaluate`, whose reprofile uses the run's own profiler.
+still built, checked and timed by `pw evaluate`, whose timed runs carry the run's own profiler.
 """
 
 from __future__ import annotations

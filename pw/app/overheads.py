@@ -2,7 +2,7 @@
 in a runs directory (the runs themselves are the record; nothing else is written).
 
 "Next time" is the next routing decision: a `pw start` routes with the factors every earlier run in
-its runs directory observed, and a candidate's reprofile plan with those plus its own run's.
+its runs directory observed, and a candidate's timed profiler with those plus its own run's.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _verb(sub, name: str, help: str, *, run: bool = True, json_help: str | None = None) -> argparse.ArgumentParser:
-    """A verb's parser. Every verb takes --json (DESIGN.md §7); most take RUN first."""
+    """A verb's parser. Every verb takes --json (README, "Verbs"); most take RUN first."""
     p = sub.add_parser(name, help=help)
     if run:
         p.add_argument("run", metavar="RUN", help="a run directory, or any file inside one")
@@ -80,18 +80,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidate", action="append", required=True, metavar="ID:PARENT:MECHANISM",
                    help="PARENT is baseline, current (best verified so far) or a candidate id; repeatable")
 
-    p = _verb(sub, "evaluate", "build, check, time and reprofile a candidate; apply the six gates")
+    p = _verb(sub, "evaluate", "build, check and time a candidate with its profiler in every run; apply the six gates")
     p.add_argument("id", metavar="ID")
     p.add_argument("--max-pairs", type=int, metavar="N",
                    help="pair budget of the adaptive campaign (default: the manifest's sampling.max_pairs)")
     p.add_argument("--max-time", type=float, metavar="SECONDS",
                    help="campaign time budget (default: the manifest's sampling.max_time_s)")
     p.add_argument("--more", type=int, nargs="?", const=-1, metavar="N",
-                   help="continue an inconclusive campaign by up to N pairs (default: what its variance suggests)")
+                   help="continue a campaign that ran out of budget undecided, by up to N pairs (default: what its variance suggests)")
 
-    p = _verb(sub, "confirm", "confirm a candidate (reuses collected evidence unless --fresh)")
+    p = _verb(sub, "confirm", "confirm a candidate: its profiled pairs plus 5 unprofiled pairs (--fresh runs a new campaign first)")
     p.add_argument("id", metavar="ID")
-    p.add_argument("--fresh", action="store_true", help="run a new paired campaign and reprofile first")
+    p.add_argument("--fresh", action="store_true", help="run a new profiled campaign first instead of reusing the recorded pairs")
 
     p = _verb(sub, "status", "the candidate ledger at a glance")
 

@@ -1,4 +1,4 @@
-"""`pw kernel-profile list | count-missing | query | run | measure | repair` (DESIGN.md §13, seed 003).
+"""`pw kernel-profile list | count-missing | query | run | measure | repair` (docs/kernel-profile.md, seed 003).
 
 Exit codes: 0 success (also for a query that finds rows missing: that is an answer), 1 when `run`
 leaves rows missing or a measurement fails, 2 for bad input (a read-only or damaged cache among it),

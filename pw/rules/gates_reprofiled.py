@@ -54,7 +54,7 @@ from pw.rules.gate_facts import (  # noqa: F401 - the facts these gates read, re
 from pw.rules.rulesets import RuleSet, rule_set
 
 # The hotspot's shrink must explain at least half of the total saving in the reprofile: "most of the
-# saving" (DESIGN.md §10). Below that, something other than the targeted mechanism did the work.
+# saving" (docs/gates.md). Below that, something other than the targeted mechanism did the work.
 MIN_EXPLAINED_FRACTION = 0.5
 # Noise band of a sampled metric: this many Poisson standard deviations of the difference of two
 # sample counts, sqrt(n_before + n_after) samples, converted to the metric.
