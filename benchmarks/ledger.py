@@ -88,8 +88,8 @@ def realistic_payloads(n: int, seed: int = 0) -> list[ev.Payload]:
                     order=[rng.choice(("AB", "BA")) for _ in range(k)],
                     seed=rng.randrange(1 << 31),
                     exploratory=False,
-                    conditions={"host": "bench", "governor": "performance"},
-                    inputs_sha256=_sha(rng),
+                    conditions=ev.TimingConditions(host="bench", argv=["./bench", "--n", "512"], metric="wall",
+                                                   tool_versions={"perf": "6.1"}),
                 )
             )
         elif r < 0.55:
@@ -132,6 +132,7 @@ def realistic_payloads(n: int, seed: int = 0) -> list[ev.Payload]:
                     wall_s=rng.uniform(1, 10),
                     tool_version="6.1",
                     command=["perf", "record", "-g", "--", "./bench"],
+                    can_reprofile=True,
                 )
             )
         else:

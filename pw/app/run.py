@@ -23,15 +23,20 @@ from pw import diagnostics
 
 
 class RunHandle:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, ledger: Ledger | None = None, events: list[Envelope] | None = None) -> None:
+        """``ledger`` and ``events``: what the caller already read and checked (the CLI reads a run's
+        ledger once to say what is wrong with it); the handle folds those instead of reading again."""
         self.path = path
-        self.ledger = Ledger(path / "ledger.jsonl")
+        self.ledger = ledger or Ledger(path / "ledger.jsonl")
         self.evidence = EvidenceStore(path / "raw")
         self._events: list[Envelope] | None = None
         self._state: state.RunState | None = None
+        self.reads = 0  # how many times this handle read and folded the whole ledger (tests/test_one_fold.py)
+        if events is not None:
+            self._events, self._state = events, state.fold(events)
+            self.reads = 1
         self._deferred = 0
         self._stale = False
-        self.reads = 0  # how many times this handle read and folded the whole ledger (benchmarks/ledger.py)
 
     def events(self) -> list[Envelope]:
         """Every event of the run, read once per handle and kept current with its own appends."""
@@ -46,7 +51,13 @@ class RunHandle:
         return self._state  # type: ignore[return-value]
 
     def refresh(self) -> state.RunState:
-        """Read and fold the ledger again (after another process may have appended)."""
+        """The state as the ledger on disk has it now (another process may have appended since it was
+        read): read and fold again only when the ledger's head moved; the head check reads only the
+        bytes after what this handle's ledger already verified."""
+        if self._state is not None:
+            head = self.ledger.head()
+            if (head.seq, head.hash) == (self._state.head.seq, self._state.head.hash):
+                return self._state
         self._events = None
         return self.state()
 

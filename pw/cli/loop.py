@@ -11,8 +11,7 @@ def _handle(arg: str):
     from pw.app.run import RunHandle
 
     run, ledger = open_run(arg)
-    checked_events(run, ledger)
-    return RunHandle(run.path)
+    return RunHandle(run.path, ledger=ledger, events=checked_events(run, ledger))
 
 
 def prepare(args) -> int:

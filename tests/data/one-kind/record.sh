@@ -1,24 +1,55 @@
 #!/usr/bin/env bash
-# Records the one-kind-of-run fixtures of tests/test_one_kind_cheats.py: one matmul-c run, the
-# honest interchange, the honest interchange + fill_matrix hoist (the patch reaches beyond the
-# hotspot: a hybrid arm), and three dishonest rewrites (the interrupt tell of red team s9, a
-# repeated-input tell kept in the user keyring, and work moved into an existing helper paid for by
-# a saving elsewhere). Usage: bash tests/data/one-kind/record.sh OUT_DIR  (from the repository root)
+# Records tests/data/one-kind/judged.tgz, the fixture of tests/test_one_kind_cheats.py, on this host
+# (run it with nothing else of ours running: "a quiet host" here is the 2-core VM left alone).
+#   matmul-c: the honest interchange, the interchange + fill_matrix hoist (beyond the hotspot: a
+#     hybrid arm), and three dishonest rewrites (red team s9's interrupt tell, a repeated-input tell
+#     kept in the user keyring, and work moved into an existing helper paid for by a saving elsewhere);
+#   one honest rewrite each of pyloop, series-c, particles-aos-c and lu-init-c.
+# Usage: bash tests/data/one-kind/record.sh OUT_DIR  (from the repository root)
 set -u
 OUT=${1:?out dir}
 PW=.venv/bin/pw
-mkdir -p "$OUT"
-$PW start --workload workloads/matmul-c --runs-dir "$OUT/runs" --json > "$OUT/start.json" || exit 1
-RUN=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_dir'])" "$OUT/start.json")
 D=tests/data/one-kind
-prep() { $PW prepare "$RUN" --candidate "$1:baseline:$2" > /dev/null && patch -s -p1 -d "$RUN/candidates/$1/src" < "$3"; }
+mkdir -p "$OUT"
+RUNS=()
+
+start() {  # start WORKLOAD: sets RUN
+  $PW start --workload "workloads/$1" --runs-dir "$OUT/runs" --json > "$OUT/start-$1.json" || exit 1
+  RUN=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_dir'])" "$OUT/start-$1.json")
+  RUNS+=("$RUN")
+}
+prep() {  # prep ID MECHANISM PATCH
+  $PW prepare "$RUN" --candidate "$1:baseline:$2" > /dev/null && patch -s -p1 -d "$RUN/candidates/$1/src" < "$3"
+}
+evaluate() {  # evaluate ID...
+  for c in "$@"; do
+    start_s=$(date +%s)
+    timeout 900 $PW evaluate "$RUN" "$c" --json > "$OUT/evaluate-$(basename "$RUN")-$c.json"
+    echo "$(basename "$RUN") $c rc=$? $(( $(date +%s) - start_s )) s"
+  done
+}
+
+start matmul-c
 prep interchange "loop interchange" workloads/matmul-c/candidates/interchange.patch
 prep both "loop interchange and a hoisted row key" $D/matmul-interchange-and-hoist.patch
 prep helper "loop interchange" $D/matmul-helper-misattribution.patch
 prep keyring "loop interchange" $D/matmul-repeated-input-tell.patch
 prep interrupts "loop interchange" tests/data/redteam-s9/matmul-loctell.patch
-for c in interchange both helper keyring interrupts; do
-  timeout 600 $PW evaluate "$RUN" $c --json > "$OUT/evaluate-$c.json"; echo "$c rc=$?"
-done
-$PW audit "$RUN"; echo "audit rc=$?"
-echo "$RUN"
+evaluate interchange both helper keyring interrupts
+
+start pyloop
+prep dict "a dict replaces the list scan" workloads/pyloop/candidates/dict.patch
+evaluate dict
+start series-c
+prep table "a table of the series terms" workloads/series-c/candidates/table.patch
+evaluate table
+start particles-aos-c
+prep soa "structure of arrays" workloads/particles-aos-c/candidates/soa.patch
+evaluate soa
+start lu-init-c
+prep partial-sums "partial sums in the kernel's inner loop" workloads/lu-init-c/candidates/partial-sums.patch
+evaluate partial-sums
+
+for r in "${RUNS[@]}"; do $PW audit "$r" > /dev/null; echo "audit $(basename "$r") rc=$?"; done
+.venv/bin/python $D/pack.py "$D/judged.tgz" "${RUNS[@]}"
+ls -l "$D/judged.tgz"
