@@ -130,11 +130,14 @@ def _repaired_once(tiny_budget_run: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_a_run_with_v1_verdicts_keeps_its_repair_count_and_audits_clean(tiny_budget_run, tmp_path):
+def test_a_run_with_v1_verdicts_keeps_its_repair_count_and_audits_clean(tiny_budget_run, tmp_path, monkeypatch):
     run = _repaired_once(tiny_budget_run, tmp_path)
     recorded = [e.data for e in ledger_events(run)]
 
     _rewrite_verdicts(run / "ledger.jsonl", _as_v1)
+    # a run written before the v2 verdicts, audited by someone who never anchored it: the rewrite
+    # here stands in for an older ProfileWeaver's writes, not for a forgery the anchor must name
+    monkeypatch.setenv("PW_ANCHOR_LOG", str(tmp_path / "another-auditors-anchors.jsonl"))
     events = ledger_events(run)
     assert [e.v for e in events if e.type == "VerdictReached"] == [1, 1]
     assert [e.data for e in events] == recorded  # the upcaster restores exactly what v2 recorded

@@ -68,23 +68,6 @@ def test_class1_a_timed_run_cannot_be_told_from_the_oracle_run(matmul_template, 
     assert not any(isinstance(e.data, ev.TimingRecorded) and "c" in e.data.targets for e in ledger_events(run))
 
 
-def test_class1_a_program_cannot_tell_its_profiled_run_from_a_timed_one(matmul_template, tmp_path):
-    """A genuine interchange in every run except under the profiler (its parent's comm is perf),
-    where it skips the multiply so the reprofile shows the hotspot gone. It used to be rejected by
-    the profiled run's stdout (which the output check still compares: py-spy and valgrind cannot be
-    hidden). Now perf wraps the sandbox and the launcher from outside: the parent is the launcher
-    in every run, the program cannot tell, and the reprofile shows the multiply it really does."""
-    import re
-
-    _, out = evaluate_source(matmul_template, tmp_path, "class1-profiled-run.c")
-    # Not caught by its profiled run's output (it can no longer tell that run apart). Whether the
-    # profile-consistency check passes depends on this host's noise, not on the cheat: not asserted.
-    assert "differs from its oracle-checked output" not in " ".join(out["reasons"]), out["reasons"]
-    mech = next(g for g in out["gates"] if g["name"] == "mechanism")["detail"]
-    after = re.search(r"hotspot matmul@matmul\.c [\d.]+% -> ([\d.]+)%", mech)
-    assert after and float(after.group(1)) > 30.0, mech  # the multiply ran under perf too
-
-
 def test_class2_a_cache_in_dev_shm_that_hides_from_tracers_is_rejected(matmul_template, tmp_path):
     """Caches C in /dev/shm whenever TracerPid is 0: in the sandbox every run starts with an empty
     /dev/shm, and the file it left there is what rejects it."""

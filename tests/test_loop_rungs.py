@@ -234,7 +234,10 @@ def test_an_identical_executable_reuses_the_profile_by_hash_and_is_no_effect(cli
             base.setdefault(e.data.adapter, e.data)
     notes = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "notes"]
     reused = [c for c in notes if c.reused_from is not None]
-    assert {c.adapter for c in reused} == {"perf", "callgrind-cachesim"}, notes
+    # the discovery profiler (perf) ran in every timed run; the diagnosis adapter's capture is reused
+    assert {c.adapter for c in reused} == {"callgrind-cachesim"}, notes
+    timed = next(e.data for e in events if isinstance(e.data, ev.TimingRecorded) and "notes" in e.data.targets)
+    assert timed.profiler is not None and timed.profiler.adapter == "perf", timed.profiler
     for c in reused:  # no profiler ran: the baseline's raw evidence, recorded as reuse
         assert c.reused_from == "baseline" and c.overhead is None
         assert c.executable_sha256 == base[c.adapter].executable_sha256 and c.artifacts == base[c.adapter].artifacts
@@ -247,8 +250,7 @@ def test_an_identical_executable_reuses_the_profile_by_hash_and_is_no_effect(cli
                 and getattr(e.data, "target", None) == "same" or isinstance(e.data, ev.TimingRecorded)
                 and "same" in e.data.targets]
     report = (climbed_run / "report.md").read_text()
-    assert "Profile evidence reused (byte-identical executable): callgrind-cachesim from baseline, perf from baseline" \
-        in report, report
+    assert "Profile evidence reused (byte-identical executable): callgrind-cachesim from baseline" in report, report
     assert pw_main("audit", climbed_run).code == 0
 
 
@@ -259,16 +261,15 @@ def test_a_changed_candidate_is_reprofiled_with_the_diagnosis_adapter_too(climbe
     for e in events:  # each adapter's first capture (rule 3's floor may add perf runs)
         if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked":
             caps.setdefault(e.data.adapter, e.data)
-    assert list(caps) == ["perf", "callgrind-cachesim"]
+    assert list(caps) == ["callgrind-cachesim"]  # perf ran in every timed run instead
     assert all(c.reused_from is None and c.overhead for c in caps.values())
     gates = next(e.data for e in reversed(events) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == "blocked")
     d = gates.inputs["diagnosis"]
     assert d["adapter"] == "callgrind-cachesim" and d["metric"] == "instructions" and not d["reused"]
     assert d["hotspot_after"] < d["hotspot_before"] / 3  # exact Ir of work(): ~7x fewer
-    assert gates.inputs["profile_diff"]["candidate_tool"].startswith("perf")  # the gates still diff perf's
+    assert gates.inputs["pairs"]["profiler"] == "perf"  # the gates judge the timed runs' own profiles
     assert "Diagnosis reprofile: callgrind-cachesim instructions of" in (climbed_run / "report.md").read_text()
     files = climbed_run / "candidates" / "blocked" / "profile"
-    assert json.loads((files / "profile.json").read_text())["tool"].startswith("perf")  # what profile-diff.json diffs
     assert json.loads((files / "profile.diagnosis.json").read_text())["tool"].startswith("callgrind")
     assert pw_main("validate", files / "profile.diagnosis.json").code == 0
 
@@ -296,13 +297,15 @@ def test_confirm_fresh_runs_the_profiler_instead_of_reusing(climbed_run, tmp_pat
     # so there is nothing to confirm, and pw says why in one line.
     refused = pw_main("confirm", run, "same", "--fresh", "--json")
     assert refused.code == 2 and "same running image" in refused.err and "nothing to confirm" in refused.err, refused
-    before = [e.seq for e in ledger_events(run) if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked"]
+    before = ledger_events(run)[-1].seq
     assert pw_main("confirm", run, "blocked", "--fresh", "--json").code in (0, 1)
-    events = ledger_events(run)
-    first: dict[str, ev.ProfileCaptured] = {}
-    for e in events:  # each adapter's first capture of the confirmation (rule 3's floor may add perf runs)
-        if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "blocked" and e.seq > max(before):
-            first.setdefault(e.data.adapter, e.data)
-    assert "perf" in first, first
+    events = [e for e in ledger_events(run) if e.seq > before]
+    # a new campaign, perf in every run of it, and the diagnosis adapter captured again, not reused
+    timed = [e.data for e in events if isinstance(e.data, ev.TimingRecorded) and "blocked" in e.data.targets]
+    assert timed and all(t.profiler is not None and t.profiler.adapter == "perf" for t in timed
+                         if t.purpose != "unprofiled"), timed
+    first = {e.data.adapter: e.data for e in events if isinstance(e.data, ev.ProfileCaptured)
+             and e.data.target == "blocked"}
+    assert "callgrind-cachesim" in first, first
     assert all(c.reused_from is None and c.overhead for c in first.values()), first
     assert pw_main("audit", run).code == 0

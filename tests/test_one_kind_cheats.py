@@ -13,6 +13,13 @@ Dishonest rewrites of matmul-c (docs/red-team.md, "one kind of run"):
   takes the fast path only then;
 - `helper`: a quarter of the product moved into the existing `fill_matrix`, paid for by a saving in
   the fill (the row key hoisted out of its inner loop).
+- `misattr`, `mcal`: red team 1's fill_matrix hoist claimed as the interchange, behaving like the
+  baseline when its parent is perf (plain, and with a profile calibrated to the gate);
+- `nonhot`: a real saving in fill_matrix, not in the hotspot, claimed as the interchange;
+- `profiled`: skips the multiply when its parent is a profiler and runs a genuine interchange
+  otherwise; perf wraps the sandbox from outside, so it can never tell and is the interchange;
+- particles-aos-c `lazy`: work moved after the region of interest; suite gemm `buf`: the interchange
+  with a buffered dump riding on it (red team s6).
 Honest rewrites: matmul-c's interchange (the hotspot alone: no hybrid arm), the interchange plus the
 hoist (beyond the hotspot: the hybrid arm carries the saving), pyloop's dict, series-c's table,
 particles-aos-c's SoA (coupled: judged by changed-code attribution), lu-init-c's partial sums
@@ -24,9 +31,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from ledger import events as ev
+from pw.rules import gates
 from pw.rules.judge import Judgement, judge_events, profiles_needed
 from tests.conftest import ledger_events, unpack
 
@@ -123,3 +132,61 @@ def test_the_initialisation_heavy_workload_is_judged_on_its_kernel_with_the_whol
     assert started.contract.metric.kind == "operation"
     # the whole process is judged as collateral: it must not be slower, though init dominates it
     assert "whole-process time" in gate(judged, "no_collateral").detail
+
+
+@pytest.mark.parametrize(("workload", "cid"), [("matmul-c", "misattr"), ("matmul-c", "mcal"),
+                                               ("matmul-c", "nonhot"), ("particles-aos-c", "lazy"),
+                                               ("gemm", "buf")])
+def test_a_saving_from_elsewhere_claimed_as_the_hotspots_is_not_verified(runs, workload, cid):
+    judged, _ = rejudge(runs[workload], cid)
+    assert judged.verdict.status != "verified", judged.verdict.reasons
+    failed = {g.name for g in judged.gates.gates if not g.passed}
+    # timed faster (or not): either way it is not the hotspot's saving that a gate accepts
+    assert failed & {"mechanism", "correctness", "significance", "no_collateral"}, judged.gates.gates
+    if gate(judged, "significance").passed and gate(judged, "correctness").passed:
+        assert "mechanism" in failed or "no_collateral" in failed, gate(judged, "mechanism").detail
+
+
+def test_a_program_that_looks_for_a_profiler_parent_finds_none_and_is_judged_as_what_it_runs(runs):
+    # It can only tell by its parent; the parent is the launcher in every run, so every run does the
+    # real interchange, and the verdict is the interchange's.
+    judged, _ = rejudge(runs["matmul-c"], "profiled")
+    assert "differs from its oracle-checked output" not in " ".join(judged.verdict.reasons)
+    assert gate(judged, "correctness").passed
+    if gate(judged, "significance").passed:
+        assert gate(judged, "mechanism").passed, gate(judged, "mechanism").detail
+
+
+def _interchange_inputs(runs) -> gates.GateInputs:
+    judged, envelopes = rejudge(runs["matmul-c"], "interchange")
+    recorded = [e.data for e in envelopes if isinstance(e.data, ev.GatesEvaluated) and e.data.id == "interchange"][-1]
+    inputs = gates.decode_inputs(recorded.inputs, recorded.rules)
+    assert gates.evaluate_gates(inputs, recorded.rules) == recorded.gates  # the gates follow from the inputs
+    return inputs
+
+
+def test_a_speedup_beyond_the_changed_codes_amdahl_ceiling_fails_the_mechanism(runs):
+    inputs = _interchange_inputs(runs)
+    p = inputs.pairs
+    share = sum(p.reach_reference_s or p.hot_reference_s) / sum(p.reference_s)
+    ceiling = 1.0 / (1.0 - share)
+    raised = msgspec.to_builtins(inputs)
+    raised["analysis"]["interval"].update(low=ceiling * 1.3, high=ceiling * 1.7)
+    mechanism = next(g for g in gates.evaluate_gates(msgspec.convert(raised, gates.GateInputs))
+                     if g.name == "mechanism")
+    assert not mechanism.passed and "exceeds the Amdahl ceiling" in mechanism.detail, mechanism.detail
+
+
+def test_a_speedup_that_fell_on_the_whole_program_alike_is_a_change_of_conditions(runs):
+    # The interchange's pairs with the rest of the program made to fall as the hotspot fell: the
+    # hotspot still carries most of the saving, but a uniform fall is not the hotspot's mechanism.
+    inputs = _interchange_inputs(runs)
+    p = inputs.pairs
+    rest_cand, wall_cand = [], []
+    for hot_r, hot_c, wall_r in zip(p.hot_reference_s, p.hot_candidate_s, p.reference_wall_s):
+        rest_cand.append((wall_r - hot_r) * hot_c / hot_r)
+        wall_cand.append(hot_c + rest_cand[-1])
+    uniform = msgspec.structs.replace(inputs, pairs=msgspec.structs.replace(
+        p, candidate_wall_s=wall_cand, candidate_s=wall_cand if p.metric == "wall" else p.candidate_s))
+    mechanism = next(g for g in gates.evaluate_gates(uniform) if g.name == "mechanism")
+    assert not mechanism.passed and "uniform speedup" in mechanism.detail, mechanism.detail

@@ -222,7 +222,8 @@ def test_routing_picks_the_cheapest_usable_adapter_and_says_why_not_the_others(s
     assert all(reason.strip() for reason in why.values())
     chosen_cost = float(re.search(r"est\. ([\d.]+) s", discovery["reason"]).group(1))
     for adapter, reason in why.items():
-        assert re.match(r"(unusable|target|phase|insight|cost): ", reason), (adapter, reason)
+        # "partial": a tool that only imports what it captured elsewhere (`pw import`), never routed
+        assert re.match(r"(unusable|target|phase|insight|cost|partial): ", reason), (adapter, reason)
         if reason.startswith("cost: "):  # a usable, capable adapter lost on cost alone
             cost, winner, its_cost = re.match(r"cost: ([\d.]+) s > (\S+) ([\d.]+) s", reason).groups()
             assert winner == cheapest and float(cost) > float(its_cost) == chosen_cost

@@ -2,7 +2,8 @@
 kernels build from `../../config.mk` and `../../utilities`, with no -g, inlined kernels and output on
 stderr; a CMake project with a library; a Python package in a src/ layout. Each must start, name
 the right function with a line range, give source slices, and reject a wrong rewrite naming the
-stream and line; on the suite, one legitimate rewrite is verified end to end."""
+stream and line. The suite's legitimate gemm interchange, verified end to end, is judged from its
+recording in tests/test_one_kind_cheats.py."""
 
 from __future__ import annotations
 
@@ -18,15 +19,12 @@ import pytest
 from ledger import events as ev
 from pw.agent.brief import render_brief
 from pw.agent.tokens import count_tokens
-from pw.rules.gates import GATE_NAMES
 from pw.workload import write_trace
 from tests.conftest import (
     WORKLOADS,
     apply_patch,
     ledger_events,
     pw_main,
-    skip_if_machine_changed,
-    skip_if_profiles_too_noisy,
     start_run,
 )
 
@@ -74,7 +72,9 @@ def _evaluate(run: Path, cid: str, patch: Path, where: str) -> dict:
     return {"code": result.code, **result.json()}
 
 
-@pytest.mark.parametrize("kernel", ["linear-algebra/gemm", "linear-algebra/atax", "stencils/jacobi-2d"])
+# Two of the suite's kernels: each start builds and profiles a baseline (stencils/jacobi-2d took 65 s
+# of CI here and starts the same way).
+@pytest.mark.parametrize("kernel", ["linear-algebra/gemm", "linear-algebra/atax"])
 def test_every_suite_kernel_starts_and_names_its_inlined_kernel(suite_copy, runs, kernel, tmp_path):
     run = started(suite_copy / kernel, runs)
     name = kernel.rsplit("/", 1)[1]
@@ -141,35 +141,6 @@ def test_a_wrong_gemm_rewrite_fails_correctness_naming_stderr_and_the_line(suite
     assert out["code"] == 1 and out["status"] == "rejected"
     assert out["reasons"][0].startswith("oracle-failed") and \
         "vs baseline output: stderr line 3: got " in out["reasons"][0], out["reasons"]
-
-
-def test_loop_interchange_on_gemm_is_verified_end_to_end(suite_copy, runs):
-    run = started(suite_copy / "linear-algebra/gemm", runs)
-    patch = WORKLOADS / "suite" / "candidates" / "gemm-interchange.patch"
-    # The whole run speeds up ~1.3-1.5x (the stderr dump does not change); five pairs on a 2-core VM
-    # shared with other jobs (load average 5-7 while this was written) can come out inconclusive, so
-    # the rewrite gets up to two fresh confirmations (a new campaign and a new reprofile each: a second
-    # candidate with the same executable would reuse the first one's profile by hash, fluke and all).
-    # Correctness must hold every time.
-    outs = [_evaluate(run, "i", patch, "linear-algebra/gemm")]
-    for _ in range(2):
-        assert next(g for g in outs[-1]["gates"] if g["name"] == "correctness")["passed"], outs[-1]["reasons"]
-        if outs[-1]["status"] == "verified":
-            break
-        result = pw_main("confirm", run, "i", "--fresh", "--json")
-        outs.append({"code": result.code, **result.json()})
-    out = outs[-1]
-    skip_if_machine_changed(out)
-    skip_if_profiles_too_noisy(run, "i")
-    assert out["status"] == "verified", [(o["status"], o["reasons"]) for o in outs]
-    assert [g["name"] for g in out["gates"]] == list(GATE_NAMES), [g["name"] for g in out["gates"]]
-    assert all(g["passed"] for g in out["gates"]), [g for g in out["gates"] if not g["passed"]]
-    mechanism = next(g for g in out["gates"] if g["name"] == "mechanism")
-    assert "kernel_gemm@linear-algebra/gemm/gemm.c" in mechanism["detail"]
-    # The candidate was profiled from its own -g build, like the baseline.
-    notes = [c.build_note for c in of_type(run, ev.ProfileCaptured) if c.target == out["id"]]
-    assert notes and all(n and "second build with -g" in n for n in notes)
-    assert not [c for c in of_type(run, ev.ProfileCaptured) if c.target == "i" and c.reused_from]  # all fresh
 
 
 def test_the_cmake_project_names_the_library_function(runs, tmp_path):

@@ -75,26 +75,6 @@ def test_a_report_forged_through_proc_fd_is_not_verified(matmul_template, tmp_pa
     assert verdict["speedup"] is None or verdict["speedup"] < 1.5, verdict["reasons"]
 
 
-@pytest.mark.slow
-def test_a_non_hotspot_saving_dressed_as_a_hotspot_mechanism_fails_the_mechanism_gate(matmul_template, tmp_path):
-    """The profiled run now has the timed run's parent (the launcher; perf is outside the PID
-    namespace), so the program cannot tell: its profile shows the fill_matrix saving it made."""
-    verdict = _evaluate_cheat(matmul_template, tmp_path, "misattr", "misattr.patch", *CHEAT_BUDGET)
-    assert verdict["status"] != "verified", verdict["reasons"]
-    _skip_unless_timed_faster(verdict)
-    assert _gate(verdict, "mechanism")["passed"] is False, _gate(verdict, "mechanism")["detail"]
-
-
-# A ~1.1x cheat decides in 10-15 pairs on a quiet host; on a host spreading 13% per run (CI) 40
-# pairs were not enough either, and took 65 s of a test that then could only say "not verified".
-CHEAT_BUDGET = ("--max-pairs", "20")
-
-
-def _skip_unless_timed_faster(verdict: dict) -> None:
-    """The gates that read profiles only judge a campaign that timed the cheat faster."""
-    if verdict["status"] == "inconclusive" or verdict.get("speedup") is None or verdict["speedup"] < 1.0:
-        pytest.skip(f"the campaign did not time the cheat faster on this host (not verified): "
-                    f"{verdict['reasons'][0][:200]}")
 
 
 def _recorded(name: str):
@@ -153,14 +133,6 @@ def test_the_recorded_calibrated_misattribution_fails_the_mechanism_gate():
     assert not mech.passed, mech.detail
     assert "explains 180% of the saving" in mech.detail and "(capped)" in mech.detail, mech.detail
     assert _mechanism(inputs, rules=4).passed
-
-
-@pytest.mark.slow
-def test_a_calibrated_profile_under_perf_is_not_verified(matmul_template, tmp_path):
-    verdict = _evaluate_cheat(matmul_template, tmp_path, "mcal", "misattr-calibrated.patch", *CHEAT_BUDGET)
-    assert verdict["status"] != "verified", verdict["reasons"]
-    _skip_unless_timed_faster(verdict)
-    assert _gate(verdict, "mechanism")["passed"] is False, _gate(verdict, "mechanism")["detail"]
 
 
 def msgspec_replace(struct, **changes):

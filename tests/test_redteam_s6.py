@@ -41,7 +41,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WORKLOADS, apply_patch, copy_run, pw_main, skip_if_machine_changed, start_run
+from tests.conftest import (
+    WORKLOADS,
+    apply_patch,
+    copy_run,
+    pw_main,
+    skip_for_noise,
+    skip_if_machine_changed,
+    start_run,
+)
 
 DATA = Path(__file__).parent / "data" / "redteam-s6"
 
@@ -96,28 +104,9 @@ def test_a_copy_of_the_baseline_on_a_parent_slowed_on_purpose_is_not_verified(se
     assert pw_main("audit", run).code == 0
 
 
-@pytest.mark.slow
-def test_work_moved_after_the_region_of_interest_is_not_verified(particles_template, tmp_path):
-    verdict = _evaluate_cheat(particles_template, tmp_path, "lazy", "particles-lazy-roi.patch")
-    assert verdict["status"] != "verified", verdict["reasons"]
-    # The ROI prints as 0.000001 s or, on a fast enough run, 0.000000: then the oracle rejects the
-    # metric ("metric value 0.0 is not positive"); otherwise the interval (10^5x and more) lies
-    # beyond the hotspot's Amdahl ceiling and the mechanism gate fails.
-    # (The gates say it whatever the verdict: a campaign that ran out of pairs is inconclusive.)
-    said = " ".join(verdict["reasons"] + [_gate(verdict, "mechanism")["detail"]])
-    assert "exceeds the Amdahl ceiling" in said or "metric value 0.0 is not positive" in said, said
-
-
 @pytest.fixture(scope="module")
 def gemm_template(tmp_path_factory) -> Path:
     return start_run(WORKLOADS / "suite" / "linear-algebra" / "gemm", tmp_path_factory.mktemp("gemm-started"))
-
-
-@pytest.mark.slow
-def test_a_buffered_dump_riding_on_the_interchange_is_not_verified(gemm_template, tmp_path):
-    verdict = _evaluate_cheat(gemm_template, tmp_path, "buf", "gemm-interchange-plus-buffered-dump.patch")
-    assert verdict["status"] != "verified", verdict["reasons"]
-    assert not _gate(verdict, "mechanism")["passed"], verdict  # proposed by it, or inconclusive anyway
 
 
 def test_every_patch_here_is_described_in_the_readme():
@@ -136,6 +125,6 @@ def test_a_candidate_that_knows_the_manifests_input_cannot_show_the_profiler_ano
     pair's, its profile shows what its timed runs do."""
     verdict = _evaluate_cheat(matmul_template, tmp_path, "tell", "matmul-seedtell.patch", "--max-pairs", "20")
     if verdict["status"] == "inconclusive" or verdict.get("speedup") is None or verdict["speedup"] < 1.0:
-        pytest.skip(f"the campaign did not time the cheat faster on this host: {verdict['reasons'][0][:200]}")
+        skip_for_noise(f"the campaign did not time the cheat faster on this host: {verdict['reasons'][0][:200]}")
     assert verdict["status"] != "verified", verdict["reasons"]
     assert not _gate(verdict, "mechanism")["passed"], verdict  # proposed by it, or inconclusive anyway

@@ -36,7 +36,8 @@ def test_matmul_c_starts_and_audits(pw_cli, copy_workload, tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     r = pw_cli("start", "--workload", wl, "--runs-dir", "runs")
     assert r.code == 0, r
-    assert r.err == ""
+    # stderr holds only the chain head anchored outside the run (printed, so a person or CI keeps it)
+    assert [line.split(" for ")[0].split(": anchor ")[0] for line in r.err.splitlines()] == ["pw start"], r.err
     run = tmp_path / r.out.splitlines()[0].removeprefix("run: ")
     assert run.parent == tmp_path / "runs", run
     assert "contract: explicit profileweaver.json" in r.out

@@ -16,7 +16,7 @@ import pytest
 from pw.agent import skilltree
 from pw.app.demo import apply_patch
 from pw.cli import main
-from tests.conftest import pair_log_sd, skip_if_machine_changed, skip_if_profiles_too_noisy
+from tests.conftest import pair_log_sd, skip_for_noise, skip_if_machine_changed, skip_if_profiles_too_noisy
 
 REPO = Path(__file__).resolve().parent.parent
 ROOT_SKILL = REPO / "skills" / "profile-weaver" / "SKILL.md"
@@ -93,7 +93,7 @@ PAIRS_SD_MAX = 0.25
 def _skip_if_pairs_too_noisy(run: Path, cid: str, out: dict) -> None:
     sd = pair_log_sd(run, cid)
     if sd > PAIRS_SD_MAX:
-        pytest.skip(f"the step's campaign paired runs spreading {sd:.0%} in log (> {PAIRS_SD_MAX:.0%}): "
+        skip_for_noise(f"the step's campaign paired runs spreading {sd:.0%} in log (> {PAIRS_SD_MAX:.0%}): "
                     f"too noisy to decide a 1.2x step in its budget ({out['status']}, stop {out['stop']})")
 
 

@@ -336,6 +336,7 @@ def more(
         contract = state.run.contract
         done = len(timing.samples[timing.targets[0]])
         record = timing.campaign
+        suggested = None
         if pairs is None:
             suggested = (cand.evaluation.analysis or {}).get("campaign", {}).get("more_pairs") if cand.evaluation else None
             pairs = min(suggested or contract.sampling.max_pairs, MORE_CAP)

@@ -721,7 +721,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
         uncontained=_uncontained(timing[1].conditions if timing else None), chain=chain, same_image=image,
     )
     speedup = interval = None
-    if analysis is not None:
+    if analysis is not None and analysis["speedup"] is not None:
         speedup = round(analysis["speedup"], 6)
         interval = [round(analysis["interval"]["low"], 6), round(analysis["interval"]["high"], 6)]
     elif timing is not None and exploratory:

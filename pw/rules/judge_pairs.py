@@ -124,7 +124,11 @@ def admitted_analysis(timing: ev.TimingRecorded, cid: str, cpus: int, suffix: st
     try:
         out = msgspec.to_builtins(analyze_pairs(base, cand, order=order, seed=timing.seed))
     except StatsInputError:
-        return None
+        if timing.campaign is None or suffix:
+            return None
+        # too few pairs admitted to analyse: still the campaign's look, so the verdict says how many
+        # pairs the load set aside and what budget was spent, not merely that nothing was analysed
+        out = {"speedup": None, "interval": None, "n_pairs": sum(mask), "verdict": "INCONCLUSIVE"}
     if timing.campaign is not None and not suffix:
         out = stopping.with_campaign_v3(out, timing, mask)
     return out

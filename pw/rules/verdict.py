@@ -73,6 +73,8 @@ def _summary(a: dict[str, Any]) -> str:
     fmt = (lambda v: "n/a" if v is None else f"{v:.4g}")
     aside = (a.get("campaign") or {}).get("set_aside")
     kept = f" ({aside} more set aside: their arms ran under unbalanced load)" if aside else ""
+    if speedup is None:
+        return f"{a.get('n_pairs')} pairs left to judge{kept}"
     return (f"speedup {fmt(speedup)}x ({iv.get('confidence', 0.95):.0%} CI {fmt(low)}-{fmt(high)}) "
             f"over {a.get('n_pairs')} pairs{kept}")
 

@@ -4,7 +4,10 @@
 #   matmul-c: the honest interchange, the interchange + fill_matrix hoist (beyond the hotspot: a
 #     hybrid arm), and three dishonest rewrites (red team s9's interrupt tell, a repeated-input tell
 #     kept in the user keyring, and work moved into an existing helper paid for by a saving elsewhere);
-#   one honest rewrite each of pyloop, series-c, particles-aos-c and lu-init-c.
+#   red team 1's misattributions (plain and calibrated), a saving outside the hotspot, and a program
+#   that skips the multiply when it thinks it is profiled (tests/data/cheats, tests/data/redteam);
+#   one honest rewrite each of pyloop, series-c, particles-aos-c and lu-init-c; particles' work moved
+#   after its region of interest and the suite gemm's interchange with a buffered dump (red team s6).
 # Usage: bash tests/data/one-kind/record.sh OUT_DIR  (from the repository root)
 set -u
 OUT=${1:?out dir}
@@ -14,8 +17,9 @@ mkdir -p "$OUT"
 RUNS=()
 
 start() {  # start WORKLOAD: sets RUN
-  $PW start --workload "workloads/$1" --runs-dir "$OUT/runs" --json > "$OUT/start-$1.json" || exit 1
-  RUN=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_dir'])" "$OUT/start-$1.json")
+  local log="$OUT/start-$(basename "$1").json"
+  $PW start --workload "workloads/$1" --runs-dir "$OUT/runs" --json > "$log" || exit 1
+  RUN=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_dir'])" "$log")
   RUNS+=("$RUN")
 }
 prep() {  # prep ID MECHANISM PATCH
@@ -35,7 +39,14 @@ prep both "loop interchange and a hoisted row key" $D/matmul-interchange-and-hoi
 prep helper "loop interchange" $D/matmul-helper-misattribution.patch
 prep keyring "loop interchange" $D/matmul-repeated-input-tell.patch
 prep interrupts "loop interchange" tests/data/redteam-s9/matmul-loctell.patch
-evaluate interchange both helper keyring interrupts
+copy() {  # copy ID MECHANISM FILE: the candidate's matmul.c is FILE
+  $PW prepare "$RUN" --candidate "$1:baseline:$2" > /dev/null && cp "$3" "$RUN/candidates/$1/src/matmul.c"
+}
+prep misattr "loop interchange" tests/data/redteam/misattr.patch
+prep mcal "loop interchange" tests/data/redteam/misattr-calibrated.patch
+prep nonhot "loop interchange" tests/data/candidates/matmul-c/non-hotspot.patch
+copy profiled "loop interchange" tests/data/cheats/matmul-c/class1-profiled-run.c
+evaluate interchange both helper keyring interrupts misattr mcal nonhot profiled
 
 start pyloop
 prep dict "a dict replaces the list scan" workloads/pyloop/candidates/dict.patch
@@ -45,7 +56,11 @@ prep table "a table of the series terms" workloads/series-c/candidates/table.pat
 evaluate table
 start particles-aos-c
 prep soa "structure of arrays" workloads/particles-aos-c/candidates/soa.patch
-evaluate soa
+prep lazy "structure of arrays" tests/data/redteam-s6/particles-lazy-roi.patch
+evaluate soa lazy
+start suite/linear-algebra/gemm
+prep buf "loop interchange" tests/data/redteam-s6/gemm-interchange-plus-buffered-dump.patch
+evaluate buf
 start lu-init-c
 prep partial-sums "partial sums in the kernel's inner loop" workloads/lu-init-c/candidates/partial-sums.patch
 evaluate partial-sums
