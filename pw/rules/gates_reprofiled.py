@@ -51,14 +51,20 @@ from pw.rules.gate_facts import (  # noqa: F401 - the facts these gates read, re
     significance_gate,
     speedup_text,
 )
+from pw.rules.reprofiled_facts import (  # noqa: F401 - re-exported for the readers of these gates
+    CONSISTENCY_FLOOR,
+    CONSISTENCY_SIGMAS,
+    POISSON_SIGMAS,
+    ProfileConsistency,
+)
+from pw.rules.reprofiled_facts import sampled_totals as _sampled_totals
+from pw.rules.resolution import required_samples, target_band
 from pw.rules.rulesets import RuleSet, rule_set
+from pw.rules.startup import covered_pair, offset_check, pooled_pair, startup
 
 # The hotspot's shrink must explain at least half of the total saving in the reprofile: "most of the
 # saving" (docs/gates.md). Below that, something other than the targeted mechanism did the work.
 MIN_EXPLAINED_FRACTION = 0.5
-# Noise band of a sampled metric: this many Poisson standard deviations of the difference of two
-# sample counts, sqrt(n_before + n_after) samples, converted to the metric.
-POISSON_SIGMAS = 3.0
 # Noise band of an exact counter (callgrind's instructions): relative to the baseline value.
 EXACT_RELATIVE_BAND = 0.01
 # Rules 17: the time outside the region of interest may grow by at most this share of the
@@ -70,43 +76,11 @@ OUTSIDE_ROI_SLACK = 0.02
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
 # the rest unchanged (factor 1, within noise).
 CONCENTRATION_POWER = 0.5
-# Rules 5: a profiled run is one run, a timed median many; the log of (profiled / timed median),
-# candidate against reference, may differ by this many standard deviations of one timed run of
-# each arm (their logs' spreads, combined), and never by less than CONSISTENCY_FLOOR: the
-# profiler's own overhead is not exactly proportional to the run (perf's DWARF unwinding costs per
-# sample, page faults and start-up do not scale), and a five-run spread can come out small by luck.
-CONSISTENCY_SIGMAS = 3.0
-CONSISTENCY_FLOOR = 0.10
 # Rules 5: "explains more than all of the saving" fails beyond 100% plus the hotspot's band, and
 # beyond 100% plus this, however wide that band.
 EXPLAINED_EXCESS_MAX = 0.5
 
 
-
-
-class ProfileConsistency(Plain):
-    """Whether the profiled runs were the timed programs (gate rules 5). A program that can tell
-    a profiled run from a timed one can shape its profile (keep a saving out of it, or put cost
-    where the gate wants a shrink); whatever it does, the profiled run must take as long, relative
-    to its own timed runs, as the reference's profiled run did to the reference's.
-
-    ``*_launched``: the profiled program ran under pw's launcher, as a timed run does (its report,
-    ``*_profiled_wall_s``, is the program's own wall time; None: the report never came). Timed
-    runs: the median and the standard deviation of the logs of the whole-process seconds."""
-
-    baseline_launched: bool = False
-    candidate_launched: bool = False
-    baseline_profiled_wall_s: float | None = None
-    candidate_profiled_wall_s: float | None = None
-    baseline_timed_median_s: float | None = None
-    baseline_timed_log_sd: float | None = None
-    baseline_timed_runs: int = 0
-    candidate_timed_median_s: float | None = None
-    candidate_timed_log_sd: float | None = None
-    candidate_timed_runs: int = 0
-    # How many profiled runs each profile sums (``ProfileNormalized.parts``; 1 for a single capture).
-    baseline_profile_runs: int = 1
-    candidate_profile_runs: int = 1
 
 
 class OutsideRoi(Plain):
@@ -284,15 +258,6 @@ def _mechanism(i: GateInputs, rs: RuleSet) -> GateResult:
 # absolute values: they do not vary between runs.
 
 
-def _sampled_totals(d: ProfileDiff) -> tuple[float, float] | None:
-    """Total samples of the two profiles, when every operation's sample count is known."""
-    if not d.operations or any(o.samples_before is None or o.samples_after is None for o in d.operations):
-        return None
-    nb = sum(o.samples_before for o in d.operations)
-    na = sum(o.samples_after for o in d.operations)
-    return (nb, na) if nb > 0 and na > 0 and d.total_before > 0 and d.total_after > 0 else None
-
-
 def _campaign_scale(i: GateInputs) -> float | None:
     """Baseline time over candidate time for the whole process (the profiles cover all of it)."""
     analysis = i.wall_analysis or i.analysis
@@ -334,10 +299,8 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rs: RuleSet) -> tuple[list
     totals, scale = _sampled_totals(d), _campaign_scale(i)
     st = None
     if rs.startup_offset and totals is not None and scale is not None:
-        from pw.rules.startup import startup
         st = startup(i.profile_consistency, d, rs)
     if st is not None:
-        from pw.rules.startup import covered_pair
         # Rules 9: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot.
         cov_b, cov_c = st.coverage_before, st.coverage_after
         runs_b = max(1, i.profile_consistency.baseline_profile_runs)
@@ -510,7 +473,6 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet 
              if med is None or not med > 0]
     st = None
     if rs.startup_offset and not timed:
-        from pw.rules.startup import startup
         st = startup(c, d, rs)
     band = consistency_band(c)
     if missing or timed or band is None:
@@ -520,7 +482,6 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet 
     runs_b, runs_c = (max(1, c.baseline_profile_runs), max(1, c.candidate_profile_runs)) if rs.consistency_per_run else (1, 1)
     per_run = " per profiled run" if (runs_b, runs_c) != (1, 1) else ""
     if st is not None:
-        from pw.rules.startup import offset_check
         return offset_check(c, f"profile's {d.metric}{per_run}", st)
     checks = [(f"profile's {d.metric}{per_run}", d.total_before / runs_b, d.total_after / runs_c, "s")]
     if c.baseline_launched and c.candidate_launched:
@@ -544,8 +505,6 @@ def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple
     """Rules 6: how many samples per profile would resolve the campaign's saving, and whether the
     reprofile's budget stopped it short of them; or, when these samples resolve it, that the
     hotspot's shrink is too small for the saving."""
-    from pw.rules.resolution import required_samples, target_band
-
     if (i.analysis or {}).get("verdict") != "FASTER":
         return ""  # no decided saving to resolve: the significance gate says why
     need, resolving = required_samples(sb, sa, scale), target_band(scale)
@@ -613,7 +572,6 @@ def _no_collateral(i: GateInputs, rs: RuleSet) -> GateResult:
         totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rs.sampled_scaling == "campaign" else (None, None)
         st = None
         if rs.startup_offset and totals is not None and scale is not None:
-            from pw.rules.startup import startup
             st = startup(i.profile_consistency, d, rs)
         start_ops = st.ops if st is not None else frozenset()
         for op in d.operations:
@@ -624,7 +582,6 @@ def _no_collateral(i: GateInputs, rs: RuleSet) -> GateResult:
                 continue
             n_checked += 1
             if totals is not None and scale is not None and rs.startup_offset:
-                from pw.rules.startup import pooled_pair
                 # Whole-run shares (rules 9: times each profile's coverage; 1 without an offset),
                 # pooled two-proportion band.
                 if st is not None:
