@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -292,68 +292,28 @@ def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, floa
 
 def _concentration(i: GateInputs, d: ProfileDiff, hd, rs: RuleSet) -> tuple[list[str], str]:
     """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
-    family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
-    after = hd.family_after
-    cover_band = 0.0  # rules 9: the coverages' error on the hotspot's whole-run cost
-    if after is None:  # a diff recorded before families: the hotspot's own id is all there is
-        after, family = hd.inclusive_after, "by id only (diff recorded without families)"
     totals, scale = _sampled_totals(d), _campaign_scale(i)
-    st = None
-    if rs.startup_offset and totals is not None and scale is not None:
-        st = startup(i.profile_consistency, d, rs)
-    if st is not None:
-        # Rules 9: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot.
-        cov_b, cov_c = st.coverage_before, st.coverage_after
-        runs_b = max(1, i.profile_consistency.baseline_profile_runs)
-        runs_c = max(1, i.profile_consistency.candidate_profile_runs)
-        sb, sa = min(hd.inclusive_before / runs_b / st.work_before, 1.0), min(after / runs_c / st.work_after, 1.0)
-        hot_b, hot_a, band = covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
-        rest_b, rest_a, rest_band = scale - hot_b, 1.0 - hot_a, band
-        cover_band = POISSON_SIGMAS * math.hypot(scale * sb * st.coverage_sd[0], sa * st.coverage_sd[1])
-        how = (f"{POISSON_SIGMAS:g} sigma of the shares over {num(st.samples[0])} and {num(st.samples[1])} samples "
-               "of work")
-        unit = "of the candidate's run time"
-        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile's work (matched in the "
-                f"candidate: {family}), {sb * cov_b:.1%} -> {sa * cov_c:.1%} of the whole run (the profiles' work "
-                f"covers {cov_b:.0%} and {cov_c:.0%} of the timed runs, {num(st.offset)} s of start-up outside it); "
-                f"with the campaign's {num(scale)}x that is {num(hot_b)} -> {num(hot_a)} {unit}")
-    elif totals is not None and scale is not None:
-        sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
-        hot_b, hot_a, band = _scaled_pair(sb, sa, scale, totals)
-        rest_b, rest_a, rest_band = _scaled_pair(1.0 - sb, 1.0 - sa, scale, totals)
-        unit = "of the candidate's run time"
-        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile (matched in the candidate: "
-                f"{family}); with the campaign's {num(scale)}x that is {num(hot_b)} -> {num(hot_a)} {unit}")
-        how = f"{POISSON_SIGMAS:g} sigma of the shares over {num(totals[0])} and {num(totals[1])} samples"
-    else:
-        hot_b, hot_a = hd.inclusive_before, after
-        hot_op = next((o for o in d.operations if o.id == hd.operation), None)
-        band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
-        rest_b, rest_a = d.total_before - hot_b, d.total_after - hot_a
-        rest_band = EXACT_RELATIVE_BAND * max(rest_b, 0.0)
-        rest_samples = _rest_samples(d, hd)
-        if rest_samples is not None and sum(rest_samples) > 0:
-            per = (max(rest_b, 0.0) + max(rest_a, 0.0)) / sum(rest_samples)
-            rest_band = POISSON_SIGMAS * math.sqrt(sum(rest_samples)) * per
-        unit = d.metric
-        text = (f"hotspot {hd.operation} {d.metric} {num(hot_b)} -> {num(hot_a)} (matched in the candidate: "
-                f"{family}; total {num(d.total_before)} -> {num(d.total_after)})")
-    shrink, saving = hot_b - hot_a, (hot_b + rest_b) - (hot_a + rest_a)
+    st = startup(i.profile_consistency, d, rs) if rs.startup_offset and totals is not None and scale is not None \
+        else None
+    c = _hotspot_and_rest(i, d, hd, st, totals, scale)
+    text, band, rest_a = c.text, c.band, c.rest_a
+    shrink, saving = c.hot_b - c.hot_a, (c.hot_b + c.rest_b) - (c.hot_a + c.rest_a)
     text += f" (shrink {num(shrink)})"
     if not shrink > 0:
         return [f"{text}: the hotspot did not shrink"], ""
     if shrink <= band:
-        unresolved = _unresolved(i, sb, sa, scale, totals, band) if rs.resolution_detail and totals is not None and scale else ""
-        return [f"{text}: the shrink is within the hotspot's noise band {num(band)} ({how}){unresolved}"], ""
+        unresolved = _unresolved(i, c.sb, c.sa, scale, totals, band) \
+            if rs.resolution_detail and totals is not None and scale else ""
+        return [f"{text}: the shrink is within the hotspot's noise band {num(band)} ({c.how}){unresolved}"], ""
     if not saving > 0:
         return [f"{text}: the total did not shrink"], ""
     explained = shrink / saving
     if explained < MIN_EXPLAINED_FRACTION:
         return [f"{text}: explains only {explained:.0%} of the saving (< {MIN_EXPLAINED_FRACTION:.0%})"], ""
-    wide = math.hypot(band, cover_band)  # = band where there is no coverage (math.hypot(x, 0) == |x|)
+    wide = math.hypot(band, c.cover_band)  # = band where there is no coverage (math.hypot(x, 0) == |x|)
     spread, timing = (wide / saving, "")
     if rs.excess_band_with_speedup and totals is not None and scale is not None:
-        spread, timing = _with_speedup_spread(i, hot_b, hot_a, scale, explained, spread)
+        spread, timing = _with_speedup_spread(i, c.hot_b, c.hot_a, scale, explained, spread)
     excess = min(spread, EXPLAINED_EXCESS_MAX) if rs.excess_capped else spread
     if explained > 1.0 + excess:
         # More than all of the saving: the rest of the program got slower by what the hotspot lost,
@@ -361,22 +321,92 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rs: RuleSet) -> tuple[list
         capped = " (capped)" if rs.excess_capped and excess < spread else ""
         return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
                 f"({excess:.0%}{capped}{timing}): the hotspot's work moved elsewhere"], ""
-    hot_factor = hot_b / hot_a if hot_a > 0 else math.inf
+    hot_factor = c.hot_b / c.hot_a if c.hot_a > 0 else math.inf
     longer = _profiled_longer(i, d) if rs.profiled_excess_added_back and st is None and totals is not None and scale else 0.0
     if longer > 0.0:
         # Rules 14: the candidate's profiled run took longer than its timed runs say it should; time
         # added to the hotspot's part made the rest's share, and so its cost, look smaller.
         rest_a *= 1.0 + longer
+    rest_b, unit = c.rest_b, c.unit
     rest_shrink = rest_b - rest_a
     rest_factor = rest_b / rest_a if rest_a > 0 and rest_b > 0 else 1.0
-    if rest_shrink > rest_band and math.log(rest_factor) >= CONCENTRATION_POWER * math.log(hot_factor):
+    if rest_shrink > c.rest_band and math.log(rest_factor) >= CONCENTRATION_POWER * math.log(hot_factor):
         read = f", read with the profiled run's {longer:.0%} over its timed runs" if longer > 0.0 else ""
         return [f"{text}: the rest of the program fell too, {num(rest_b)} -> {num(rest_a)} {unit}{read} (x{num(rest_factor)} "
-                f"against the hotspot's x{num(hot_factor)}; beyond its band {num(rest_band)}): a uniform speedup is a "
+                f"against the hotspot's x{num(hot_factor)}; beyond its band {num(c.rest_band)}): a uniform speedup is a "
                 "change of conditions, not a mechanism"], ""
     said = f" (within 100% plus {excess:.0%}{timing})" if timing and explained > 1.0 else ""
     return [], (f"{text}: explains {explained:.0%} of the saving{said}; the rest of the program "
                 f"{num(rest_b)} -> {num(rest_a)} {unit} (x{num(rest_factor)} against the hotspot's x{num(hot_factor)})")
+
+
+class _Costs(NamedTuple):
+    """The hotspot's cost and the rest's, before and after, in ``unit``, with their noise bands
+    (``how``: how the hotspot's band was drawn) and the text that says so. ``sb``, ``sa``: the
+    hotspot's shares of the sampled profiles (None for exact counters)."""
+
+    text: str
+    hot_b: float
+    hot_a: float
+    band: float
+    rest_b: float
+    rest_a: float
+    rest_band: float
+    how: str
+    unit: str
+    cover_band: float = 0.0  # rules 9: the coverages' error on the hotspot's whole-run cost
+    sb: float | None = None
+    sa: float | None = None
+
+
+def _hotspot_and_rest(i: GateInputs, d: ProfileDiff, hd, st, totals, scale) -> _Costs:
+    """The costs the concentration check compares: whole-run shares past a start-up offset (rules
+    9), sampled shares scaled by the campaign, or an exact counter's own values."""
+    family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
+    after = hd.family_after
+    if after is None:  # a diff recorded before families: the hotspot's own id is all there is
+        after, family = hd.inclusive_after, "by id only (diff recorded without families)"
+    if st is not None:
+        return _covered_costs(i, d, hd, st, scale, after, family)
+    if totals is not None and scale is not None:
+        sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
+        hot_b, hot_a, band = _scaled_pair(sb, sa, scale, totals)
+        rest_b, rest_a, rest_band = _scaled_pair(1.0 - sb, 1.0 - sa, scale, totals)
+        unit = "of the candidate's run time"
+        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile (matched in the candidate: "
+                f"{family}); with the campaign's {num(scale)}x that is {num(hot_b)} -> {num(hot_a)} {unit}")
+        how = f"{POISSON_SIGMAS:g} sigma of the shares over {num(totals[0])} and {num(totals[1])} samples"
+        return _Costs(text, hot_b, hot_a, band, rest_b, rest_a, rest_band, how, unit, sb=sb, sa=sa)
+    hot_b, hot_a = hd.inclusive_before, after
+    hot_op = next((o for o in d.operations if o.id == hd.operation), None)
+    band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
+    rest_b, rest_a = d.total_before - hot_b, d.total_after - hot_a
+    rest_band = EXACT_RELATIVE_BAND * max(rest_b, 0.0)
+    rest_samples = _rest_samples(d, hd)
+    if rest_samples is not None and sum(rest_samples) > 0:
+        per = (max(rest_b, 0.0) + max(rest_a, 0.0)) / sum(rest_samples)
+        rest_band = POISSON_SIGMAS * math.sqrt(sum(rest_samples)) * per
+    text = (f"hotspot {hd.operation} {d.metric} {num(hot_b)} -> {num(hot_a)} (matched in the candidate: "
+            f"{family}; total {num(d.total_before)} -> {num(d.total_after)})")
+    return _Costs(text, hot_b, hot_a, band, rest_b, rest_a, rest_band, how, d.metric)
+
+
+def _covered_costs(i: GateInputs, d: ProfileDiff, hd, st, scale: float, after: float, family: str) -> _Costs:
+    """Rules 9: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot."""
+    cov_b, cov_c = st.coverage_before, st.coverage_after
+    runs_b = max(1, i.profile_consistency.baseline_profile_runs)
+    runs_c = max(1, i.profile_consistency.candidate_profile_runs)
+    sb, sa = min(hd.inclusive_before / runs_b / st.work_before, 1.0), min(after / runs_c / st.work_after, 1.0)
+    hot_b, hot_a, band = covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
+    cover_band = POISSON_SIGMAS * math.hypot(scale * sb * st.coverage_sd[0], sa * st.coverage_sd[1])
+    how = (f"{POISSON_SIGMAS:g} sigma of the shares over {num(st.samples[0])} and {num(st.samples[1])} samples "
+           "of work")
+    unit = "of the candidate's run time"
+    text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile's work (matched in the "
+            f"candidate: {family}), {sb * cov_b:.1%} -> {sa * cov_c:.1%} of the whole run (the profiles' work "
+            f"covers {cov_b:.0%} and {cov_c:.0%} of the timed runs, {num(st.offset)} s of start-up outside it); "
+            f"with the campaign's {num(scale)}x that is {num(hot_b)} -> {num(hot_a)} {unit}")
+    return _Costs(text, hot_b, hot_a, band, scale - hot_b, 1.0 - hot_a, band, how, unit, cover_band, sb, sa)
 
 
 def _profiled_longer(i: GateInputs, d: ProfileDiff) -> float:
@@ -561,61 +591,10 @@ def _between_runs_band(shares: list[list[float]] | None, scale: float) -> float 
 def _no_collateral(i: GateInputs, rs: RuleSet) -> GateResult:
     failures, checked = [], []
     d = i.profile_diff
-    hot = i.hotspot.operation if i.hotspot is not None else None
-    # Rules 3: the hotspot's whole family is the hotspot, and an operation new in the candidate (no
-    # baseline share) is checked by its candidate share: work moved into a new function is not free.
-    family = {m.id for m in d.hotspot.family} if rs.concentration and d is not None and d.hotspot is not None else set()
     if d is None:
         failures.append("no reprofile yet: other operations not checked")
     else:
-        regressed = []
-        n_checked = 0
-        totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rs.sampled_scaling == "campaign" else (None, None)
-        st = None
-        if rs.startup_offset and totals is not None and scale is not None:
-            st = startup(i.profile_consistency, d, rs)
-        start_ops = st.ops if st is not None else frozenset()
-        for op in d.operations:
-            share = op.share_before
-            if rs.concentration and d.total_after > 0:
-                share = max(share, op.self_after / d.total_after)
-            if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE or op.id in start_ops:
-                continue
-            n_checked += 1
-            if totals is not None and scale is not None and rs.startup_offset:
-                # Whole-run shares (rules 9: times each profile's coverage; 1 without an offset),
-                # pooled two-proportion band.
-                if st is not None:
-                    runs_b = max(1, i.profile_consistency.baseline_profile_runs)
-                    runs_c = max(1, i.profile_consistency.candidate_profile_runs)
-                    before, after, band = pooled_pair(op.self_before / runs_b / st.work_before,
-                                                       op.self_after / runs_c / st.work_after, scale, st.samples,
-                                                       (st.coverage_before, st.coverage_after))
-                else:
-                    before, after, band = pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
-                                                       (1.0, 1.0))
-                spread_band = _between_runs_band(i.run_shares.get(op.id), scale) if rs.between_runs else None
-                if spread_band is not None and spread_band > band:
-                    band = spread_band
-                if after - before > band:
-                    whole = (f", of whole runs the profiles' work covers {st.coverage_before:.0%} and "
-                             f"{st.coverage_after:.0%} of" if st is not None else "")
-                    kind = "between-runs band" if spread_band is not None and band == spread_band else "pooled band"
-                    regressed.append(f"{op.id} {num(before)} -> {num(after)} of the candidate's run time "
-                                     f"(shares scaled by the campaign's {num(scale)}x{whole}; "
-                                     f"+{num(after - before)} > {kind} {num(band)})")
-                continue
-            if totals is not None and scale is not None:
-                before, after, band = _scaled_pair(op.share_before, op.self_after / d.total_after, scale, totals)
-                if after - before > band:
-                    regressed.append(f"{op.id} {num(before)} -> {num(after)} of the candidate's run time "
-                                     f"(shares scaled by the campaign's {num(scale)}x; "
-                                     f"+{num(after - before)} > band {num(band)})")
-                continue
-            band, how = _op_band(op)
-            if op.self_delta > band:
-                regressed.append(f"{op.id} {d.metric} {num(op.self_before)} -> {num(op.self_after)} "
-                                 f"(+{num(op.self_delta)} > band {num(band)} = {how})")
+        regressed, n_checked, start_ops = _reprofiled_regressions(i, d, rs)
         if regressed:
             failures.append("regressed beyond noise: " + "; ".join(regressed[:5]))
         checked.append(f"{n_checked} other operations >= {COLLATERAL_MIN_SHARE:.0%} within noise")
@@ -626,6 +605,70 @@ def _no_collateral(i: GateInputs, rs: RuleSet) -> GateResult:
     checked += whole_checked
     return gate_result("no_collateral", failures, "; ".join(checked),
                    [i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.wall, i.seqs.timing])
+
+
+def _reprofiled_regressions(i: GateInputs, d: ProfileDiff, rs: RuleSet) -> tuple[list[str], int, frozenset]:
+    """(the other operations that grew beyond their noise band, how many were checked, the
+    import-machinery operations counted as start-up and not checked)."""
+    hot = i.hotspot.operation if i.hotspot is not None else None
+    # Rules 3: the hotspot's whole family is the hotspot, and an operation new in the candidate (no
+    # baseline share) is checked by its candidate share: work moved into a new function is not free.
+    family = {m.id for m in d.hotspot.family} if rs.concentration and d.hotspot is not None else set()
+    regressed = []
+    n_checked = 0
+    totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rs.sampled_scaling == "campaign" else (None, None)
+    st = None
+    if rs.startup_offset and totals is not None and scale is not None:
+        st = startup(i.profile_consistency, d, rs)
+    start_ops = st.ops if st is not None else frozenset()
+    for op in d.operations:
+        share = op.share_before
+        if rs.concentration and d.total_after > 0:
+            share = max(share, op.self_after / d.total_after)
+        if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE or op.id in start_ops:
+            continue
+        n_checked += 1
+        if totals is not None and scale is not None and rs.startup_offset:
+            grew = _pooled_regression(i, d, op, st, totals, scale, rs)
+        elif totals is not None and scale is not None:
+            before, after, band = _scaled_pair(op.share_before, op.self_after / d.total_after, scale, totals)
+            grew = (f"{op.id} {num(before)} -> {num(after)} of the candidate's run time "
+                    f"(shares scaled by the campaign's {num(scale)}x; "
+                    f"+{num(after - before)} > band {num(band)})") if after - before > band else None
+        else:
+            band, how = _op_band(op)
+            grew = (f"{op.id} {d.metric} {num(op.self_before)} -> {num(op.self_after)} "
+                    f"(+{num(op.self_delta)} > band {num(band)} = {how})") if op.self_delta > band else None
+        if grew is not None:
+            regressed.append(grew)
+    return regressed, n_checked, start_ops
+
+
+def _pooled_regression(i: GateInputs, d: ProfileDiff, op: OperationDelta, st, totals: tuple[float, float],
+                       scale: float, rs: RuleSet) -> str | None:
+    """Rules 9: an operation's growth in whole-run shares (times each profile's coverage; 1 without
+    an offset) beyond the pooled two-proportion band, or the between-runs band where that is wider;
+    None when it stayed within."""
+    if st is not None:
+        runs_b = max(1, i.profile_consistency.baseline_profile_runs)
+        runs_c = max(1, i.profile_consistency.candidate_profile_runs)
+        before, after, band = pooled_pair(op.self_before / runs_b / st.work_before,
+                                           op.self_after / runs_c / st.work_after, scale, st.samples,
+                                           (st.coverage_before, st.coverage_after))
+    else:
+        before, after, band = pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
+                                           (1.0, 1.0))
+    spread_band = _between_runs_band(i.run_shares.get(op.id), scale) if rs.between_runs else None
+    if spread_band is not None and spread_band > band:
+        band = spread_band
+    if not after - before > band:
+        return None
+    whole = (f", of whole runs the profiles' work covers {st.coverage_before:.0%} and "
+             f"{st.coverage_after:.0%} of" if st is not None else "")
+    kind = "between-runs band" if spread_band is not None and band == spread_band else "pooled band"
+    return (f"{op.id} {num(before)} -> {num(after)} of the candidate's run time "
+            f"(shares scaled by the campaign's {num(scale)}x{whole}; "
+            f"+{num(after - before)} > {kind} {num(band)})")
 
 
 def _attribution(i: GateInputs) -> GateResult:
