@@ -183,109 +183,135 @@ def _add(acc: dict, key, costs: list[int], n: int) -> None:
 
 def parse_callgrind(text: str) -> Parsed:
     """Parse a callgrind profile (format version 1, compressed or not; all parts summed)."""
-    p = Parsed()
-    names: dict[str, dict[str, str]] = {"ob": {}, "fl": {}, "fn": {}}
-    space = {"ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl", "cfl": "fl",
-             "fn": "fn", "cfn": "fn"}
-    npos = 1
-    last_pos: list[int] = [0]
-    ob = fl = fi = ""
-    fn: FnKey | None = None
-    cob = cfi = cfn = None
-    pending_call: tuple[FnKey, int] | None = None
-    skip_next = False
-    # "totals:" equals the sum of the cost lines written; "summary:" can differ (a real 3.19 capture
-    # with --cache-sim had summary = totals + 2 Ir), so totals wins when present.
-    sums: dict[str, dict[int, int]] = {"summary": {}, "totals": {}}
-
-    def resolve(key: str, value: str) -> str:
-        m = _COMPRESSED.match(value)
-        if not m:
-            return value
-        table = names[space[key]]
-        if m.group(2) is not None:
-            table[m.group(1)] = m.group(2)
-        return table.get(m.group(1), f"({m.group(1)})")
-
+    r = _Reader()
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         c = line[0]
         if c.isdigit() or c in "+-*" or line.startswith("0x"):
-            fields = line.split()
-            pos, costs = fields[:npos], fields[npos:]
-            for i, tok in enumerate(pos):  # positions may be relative to the previous line
-                if tok == "*":
-                    val = last_pos[i]
-                elif tok[0] in "+-":
-                    val = last_pos[i] + int(tok, 0)
-                else:
-                    val = int(tok, 0)
-                last_pos[i] = val
-            if skip_next:
-                skip_next = False
-                continue
-            vals = [int(x) for x in costs]
-            if fn is None:
-                continue
-            if pending_call is not None:
-                callee, count = pending_call
-                pending_call = None
-                _add(p.calls, (fn, callee), vals, len(p.events))
-                p.call_counts[(fn, callee)] += count
-                continue
-            _add(p.self_cost, fn, vals, len(p.events))
-            _add(p.line_cost, (fn, fi, last_pos[-1]), vals, len(p.events))
+            r.cost_line(line)
             continue
         m = _SPEC_LINE.match(line)
         if m:
-            key, value = m.group(1), m.group(2)
-            if key in ("calls", "jump", "jcnd"):
-                if key == "calls" and fn is not None:
-                    callee = (cob or ob, cfi if cfi is not None else fl, cfn or "")
-                    pending_call = (callee, int(value.split()[0]))
-                else:
-                    skip_next = key != "calls"
-                cob = cfi = cfn = None
-                continue
-            name = resolve(key, value)
-            if key == "ob":
-                ob = name
-            elif key == "fl":
-                fl = fi = name
-            elif key in ("fi", "fe"):
-                fi = name
-            elif key == "fn":
-                fn = (ob, fl, name)
-                fi = fl
-            elif key == "cob":
-                cob = name
-            elif key in ("cfi", "cfl"):
-                cfi = name
-            elif key == "cfn":
-                cfn = name
+            r.spec_line(m.group(1), m.group(2))
             continue
         m = _HEADER.match(line)
         if m:
-            key, value = m.group(1), m.group(2)
-            if key == "events":
-                p.events = value.split()
-            elif key == "positions":
-                npos = len(value.split())
-                last_pos = [0] * npos
-            elif key in ("summary", "totals"):
-                acc = sums[key]
-                for i, v in enumerate(int(x) for x in value.split()):
-                    acc[i] = acc.get(i, 0) + v
-            elif key == "creator":
-                p.version = value.strip().removeprefix("callgrind-")
-            elif key == "part":
-                ob = fl = fi = ""
-                fn = None
-    chosen = sums["totals"] or sums["summary"]
-    p.summary = [chosen[i] for i in sorted(chosen)] if chosen else None
-    return p
+            r.header_line(m.group(1), m.group(2))
+    return r.parsed()
+
+
+# Which table of compressed names each position key's "(id) name" strings share.
+_NAME_SPACE = {"ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl", "cfl": "fl",
+               "fn": "fn", "cfn": "fn"}
+
+
+class _Reader:
+    """Where a pass through a callgrind file stands: the current object, file, inlined file and
+    function; the callee named since the last ``calls=``; the last positions (later ones may be
+    relative to them); and the names that compressed strings stand for."""
+
+    def __init__(self) -> None:
+        self.p = Parsed()
+        self.names: dict[str, dict[str, str]] = {"ob": {}, "fl": {}, "fn": {}}
+        self.npos = 1
+        self.last_pos: list[int] = [0]
+        self.ob = self.fl = self.fi = ""
+        self.fn: FnKey | None = None
+        self.cob: str | None = None
+        self.cfi: str | None = None
+        self.cfn: str | None = None
+        self.pending_call: tuple[FnKey, int] | None = None
+        self.skip_next = False
+        # "totals:" equals the sum of the cost lines written; "summary:" can differ (a real 3.19 capture
+        # with --cache-sim had summary = totals + 2 Ir), so totals wins when present.
+        self.sums: dict[str, dict[int, int]] = {"summary": {}, "totals": {}}
+
+    def resolve(self, key: str, value: str) -> str:
+        m = _COMPRESSED.match(value)
+        if not m:
+            return value
+        table = self.names[_NAME_SPACE[key]]
+        if m.group(2) is not None:
+            table[m.group(1)] = m.group(2)
+        return table.get(m.group(1), f"({m.group(1)})")
+
+    def cost_line(self, line: str) -> None:
+        """Self cost of the current function at a line, or the inclusive cost of the call before it."""
+        fields = line.split()
+        pos, costs = fields[:self.npos], fields[self.npos:]
+        for i, tok in enumerate(pos):  # positions may be relative to the previous line
+            if tok == "*":
+                val = self.last_pos[i]
+            elif tok[0] in "+-":
+                val = self.last_pos[i] + int(tok, 0)
+            else:
+                val = int(tok, 0)
+            self.last_pos[i] = val
+        if self.skip_next:
+            self.skip_next = False
+            return
+        vals = [int(x) for x in costs]
+        fn, p = self.fn, self.p
+        if fn is None:
+            return
+        if self.pending_call is not None:
+            callee, count = self.pending_call
+            self.pending_call = None
+            _add(p.calls, (fn, callee), vals, len(p.events))
+            p.call_counts[(fn, callee)] += count
+            return
+        _add(p.self_cost, fn, vals, len(p.events))
+        _add(p.line_cost, (fn, self.fi, self.last_pos[-1]), vals, len(p.events))
+
+    def spec_line(self, key: str, value: str) -> None:
+        """A position line (``fn=``, ``cfl=``, ...) or a call or jump announcing the next cost line."""
+        if key in ("calls", "jump", "jcnd"):
+            if key == "calls" and self.fn is not None:
+                callee = (self.cob or self.ob, self.cfi if self.cfi is not None else self.fl, self.cfn or "")
+                self.pending_call = (callee, int(value.split()[0]))
+            else:
+                self.skip_next = key != "calls"
+            self.cob = self.cfi = self.cfn = None
+            return
+        name = self.resolve(key, value)
+        if key == "ob":
+            self.ob = name
+        elif key == "fl":
+            self.fl = self.fi = name
+        elif key in ("fi", "fe"):
+            self.fi = name
+        elif key == "fn":
+            self.fn = (self.ob, self.fl, name)
+            self.fi = self.fl
+        elif key == "cob":
+            self.cob = name
+        elif key in ("cfi", "cfl"):
+            self.cfi = name
+        elif key == "cfn":
+            self.cfn = name
+
+    def header_line(self, key: str, value: str) -> None:
+        if key == "events":
+            self.p.events = value.split()
+        elif key == "positions":
+            self.npos = len(value.split())
+            self.last_pos = [0] * self.npos
+        elif key in ("summary", "totals"):
+            acc = self.sums[key]
+            for i, v in enumerate(int(x) for x in value.split()):
+                acc[i] = acc.get(i, 0) + v
+        elif key == "creator":
+            self.p.version = value.strip().removeprefix("callgrind-")
+        elif key == "part":
+            self.ob = self.fl = self.fi = ""
+            self.fn = None
+
+    def parsed(self) -> Parsed:
+        chosen = self.sums["totals"] or self.sums["summary"]
+        self.p.summary = [chosen[i] for i in sorted(chosen)] if chosen else None
+        return self.p
 
 
 def _metric_values(events: list[str], costs: list[int]) -> dict[str, float]:

@@ -160,46 +160,23 @@ def summarize(records: Iterable[GpuActivity], *, top_gaps: int = 5) -> TimelineS
         {KernelActivity: kernels, MemcpyActivity: copies, MemsetActivity: sets,
          SyncActivity: syncs, ApiActivity: apis}[type(r)].append(r)
     device = [*kernels, *copies, *sets]
-    totals: dict[str, float] = {}
-    by_name: dict[str, list[KernelActivity]] = defaultdict(list)
-    for k in kernels:
-        by_name[kernel_display_name(k)].append(k)
     activity_ns = sum(r.end_ns - r.start_ns for r in device)
-    rows = []
-    for name, ks in by_name.items():
-        t = sum(k.end_ns - k.start_ns for k in ks)
-        first = ks[0]
-        rows.append(KernelRow(operation=f"{name}@[{GPU_MODULE}]", name=name, launches=len(ks), gpu_time_ns=t,
-                              share=round(t / activity_ns, 6) if activity_ns else 0.0,
-                              mean_ns=round(t / len(ks), 1), grid=first.grid, block=first.block,
-                              registers_per_thread=first.registers_per_thread))
-    rows.sort(key=lambda r: (-r.gpu_time_ns, r.name))
-
+    rows = _kernel_rows(kernels, activity_ns)
     all_union = _union((r.start_ns, r.end_ns) for r in device)
     k_union = _union((k.start_ns, k.end_ns) for k in kernels)
     c_union = _union((c.start_ns, c.end_ns) for c in copies)
     span = (all_union[-1][1] - all_union[0][0]) if all_union else 0
     busy = _length(all_union)
-    gaps: list[tuple[int, int, int]] = []  # (length, start, index of the stretch before)
-    for i in range(1, len(all_union)):
-        g = all_union[i][0] - all_union[i - 1][1]
-        if g >= MIN_GAP_NS:
-            gaps.append((g, all_union[i - 1][1], i))
+    gaps = _idle_gaps(all_union)
     launch = [a for a in apis if _LAUNCH_API.match(a.name)]
-    sync_api = [a for a in apis if _SYNC_API.match(a.name)]
-    if syncs:
-        sync_ns, sync_source = sum(s.end_ns - s.start_ns for s in syncs), "sync-records"
-    elif sync_api:
-        sync_ns, sync_source = sum(a.end_ns - a.start_ns for a in sync_api), "runtime-api"
-    else:
-        sync_ns, sync_source = 0, "none"
+    sync_ns, sync_source = _sync_time(syncs, apis)
     kernel_ns = sum(k.end_ns - k.start_ns for k in kernels)
     # The host's CUDA span (first recorded call or activity to the last): the wall-clock stretch
     # the device work sits in. A kernel's share of it, not of device time, bounds what making the
     # kernel faster can save the program (device work can hide behind host work).
     marks = [(r.start_ns, r.end_ns) for r in (*apis, *syncs, *device)]
     host_span = (max(e for _, e in marks) - min(s for s, _ in marks)) if marks else 0
-    totals.update({
+    totals: dict[str, float] = {
         "gpu_time_ns": float(activity_ns),
         "kernel_time_ns": float(kernel_ns),
         "kernel_launches": float(len(kernels)),
@@ -218,7 +195,53 @@ def summarize(records: Iterable[GpuActivity], *, top_gaps: int = 5) -> TimelineS
         "launch_api_calls": float(len(launch)),
         "sync_stall_ns": float(sync_ns),
         "copy_compute_overlap_ns": float(_intersection_length(k_union, c_union)),
-    })
+    }
+    gap_rows = _gap_rows(device, all_union, gaps, top_gaps)
+    summary = TimelineSummary(kernels=rows, totals=totals, sync_source=sync_source, top_gaps=gap_rows)
+    return msgspec.structs.replace(summary, findings=findings(summary))
+
+
+def _kernel_rows(kernels: list[KernelActivity], activity_ns: int) -> list[KernelRow]:
+    """One row per kernel name, the most device time first; its launch shape from its first launch."""
+    by_name: dict[str, list[KernelActivity]] = defaultdict(list)
+    for k in kernels:
+        by_name[kernel_display_name(k)].append(k)
+    rows = []
+    for name, ks in by_name.items():
+        t = sum(k.end_ns - k.start_ns for k in ks)
+        first = ks[0]
+        rows.append(KernelRow(operation=f"{name}@[{GPU_MODULE}]", name=name, launches=len(ks), gpu_time_ns=t,
+                              share=round(t / activity_ns, 6) if activity_ns else 0.0,
+                              mean_ns=round(t / len(ks), 1), grid=first.grid, block=first.block,
+                              registers_per_thread=first.registers_per_thread))
+    rows.sort(key=lambda r: (-r.gpu_time_ns, r.name))
+    return rows
+
+
+def _idle_gaps(busy: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(length, start, index of the stretch after) of each idle gap of at least MIN_GAP_NS between
+    the device's busy stretches."""
+    gaps: list[tuple[int, int, int]] = []
+    for i in range(1, len(busy)):
+        g = busy[i][0] - busy[i - 1][1]
+        if g >= MIN_GAP_NS:
+            gaps.append((g, busy[i - 1][1], i))
+    return gaps
+
+
+def _sync_time(syncs: list[SyncActivity], apis: list[ApiActivity]) -> tuple[int, str]:
+    """The time the host stalled in synchronization, and where it was read: the sync records, else
+    the runtime API's sync calls."""
+    sync_api = [a for a in apis if _SYNC_API.match(a.name)]
+    if syncs:
+        return sum(s.end_ns - s.start_ns for s in syncs), "sync-records"
+    if sync_api:
+        return sum(a.end_ns - a.start_ns for a in sync_api), "runtime-api"
+    return 0, "none"
+
+
+def _gap_rows(device: list, busy: list[tuple[int, int]], gaps: list[tuple[int, int, int]], top: int) -> list[Gap]:
+    """The ``top`` longest gaps, from the first activity, with the activities on either side."""
     # Which activity bounds each busy stretch, to name the two sides of a gap.
     ends: dict[int, str] = {}
     starts: dict[int, str] = {}
@@ -226,12 +249,10 @@ def summarize(records: Iterable[GpuActivity], *, top_gaps: int = 5) -> TimelineS
         ends[r.end_ns] = _label(r)
     for r in sorted(device, key=lambda r: -r.start_ns):
         starts[r.start_ns] = _label(r)
-    origin = all_union[0][0] if all_union else 0
-    gap_rows = [Gap(start_ns=s - origin, length_ns=g, before=ends.get(all_union[i - 1][1], "?"),
-                    after=starts.get(all_union[i][0], "?"))
-                for g, s, i in sorted(gaps, key=lambda x: (-x[0], x[1]))[:top_gaps]]
-    summary = TimelineSummary(kernels=rows, totals=totals, sync_source=sync_source, top_gaps=gap_rows)
-    return msgspec.structs.replace(summary, findings=findings(summary))
+    origin = busy[0][0] if busy else 0
+    return [Gap(start_ns=s - origin, length_ns=g, before=ends.get(busy[i - 1][1], "?"),
+                after=starts.get(busy[i][0], "?"))
+            for g, s, i in sorted(gaps, key=lambda x: (-x[0], x[1]))[:top]]
 
 
 def findings(s: TimelineSummary) -> list[str]:

@@ -181,85 +181,40 @@ def _version(xml: str) -> str:
 
 def tree_profile(tree: Tree, target: str, version: str, known_files: Sequence[str] = ()) -> Profile:
     """The common profile of a call tree (pure): functions with self, inclusive and line costs."""
-    by_id = {n.id: n for n in tree.nodes}
-    owner: dict[int, int] = {}  # node id -> id of the function frame it belongs to
-
-    def frame_of(n: TreeNode) -> int | None:
-        p = n.parent
-        while p is not None and by_id[p].kind != "function":
-            p = by_id[p].parent
-        return p
-
-    for n in tree.nodes:
-        if n.kind == "function":
-            owner[n.id] = n.id
-        else:
-            f = frame_of(n)
-            if f is not None:
-                owner[n.id] = f
-
-    def op_id(frame: TreeNode) -> tuple[str, str | None]:
-        rel = relative_by_suffix(frame.file, known_files)
-        module = posixpath.basename(frame.module) if frame.module else "?"
-        return (f"{frame.name}@{rel}" if rel else f"{frame.name}@[{module}]"), rel
-
+    frames = _Frames(tree, known_files)
     self_cost: dict[str, dict[str, float]] = {}
     incl: dict[str, dict[str, float]] = {}
     ops: dict[str, Operation] = {}
     lines: dict[tuple[str, int, str], dict[str, float]] = {}
     edges: dict[tuple[str, str], dict[str, float]] = {}
-    statements: dict[int, list[TreeNode]] = {}
-    for n in tree.nodes:
-        if n.kind == "statement" and n.id in owner:
-            statements.setdefault(owner[n.id], []).append(n)
-
-    def add(into: dict[str, float], values: Mapping[str, float]) -> None:
-        for k, v in values.items():
-            into[k] = into.get(k, 0.0) + v
-
     for n in tree.nodes:
         if n.kind != "function":
             continue
-        oid, rel = op_id(n)
+        oid, rel = frames.op_id(n)
         kind = "kernel" if n.exclusive.get("gpu_time_ns") or n.module.endswith(".gpubin") else "function"
         if oid not in ops:
             ops[oid] = Operation(id=oid, name=n.name, kind=kind,
                                  module=posixpath.basename(n.module) if n.module else "?",
                                  file=rel, line_start=n.line if rel and n.line else None,
                                  line_end=n.line if rel and n.line else None, line_span="definition")
-        stmts = statements.get(n.id, [])
-        own = dict(n.exclusive)
-        for s in stmts:  # the statements carry the frame's cost per metric they have
-            for m in s.exclusive:
-                own.pop(m, None)
+        stmts = frames.statements.get(n.id, [])
         for s in stmts:
-            add(own, s.exclusive)
             if rel and s.exclusive and relative_by_suffix(s.file, known_files) == rel:
-                add(lines.setdefault((rel, s.line, oid), {}), s.exclusive)
-        add(self_cost.setdefault(oid, {}), own)
-        # inclusive once per function along a path (recursion)
-        ancestor, nested = n.parent, False
-        while ancestor is not None:
-            a = by_id[ancestor]
-            if a.kind == "function" and op_id(a)[0] == oid:
-                nested = True
-                break
-            ancestor = a.parent
-        if not nested:
-            add(incl.setdefault(oid, {}), n.inclusive)
-        caller = frame_of(n)
+                _add(lines.setdefault((rel, s.line, oid), {}), s.exclusive)
+        _add(self_cost.setdefault(oid, {}), _own_cost(n, stmts))
+        if not frames.nested_in_itself(n, oid):  # inclusive once per function along a path (recursion)
+            _add(incl.setdefault(oid, {}), n.inclusive)
+        caller = frames.frame_of(n)
         if caller is not None:
-            add(edges.setdefault((op_id(by_id[caller])[0], oid), {}), n.inclusive)
-
+            _add(edges.setdefault((frames.op_id(frames.by_id[caller])[0], oid), {}), n.inclusive)
     metrics = [m for m in dict.fromkeys(m for m, _ in METRICS.values())
                if any(m in v for v in self_cost.values()) or any(m in v for v in incl.values())]
     if not metrics:
         raise ValueError("hpctoolkit: the database has none of the metrics pw reads "
                          f"({', '.join(METRICS)}); it has {', '.join(tree.ignored) or 'none'}")
-    roots = [n for n in tree.nodes if n.parent is None]
     totals: dict[str, float] = {}
-    for r in roots:
-        add(totals, r.inclusive)
+    for r in (n for n in tree.nodes if n.parent is None):
+        _add(totals, r.inclusive)
     operations = [msgspec.structs.replace(op, self_metrics=self_cost.get(op.id, {}), inclusive_metrics=incl.get(op.id, {}))
                   for op in ops.values()]
     # the primary metric leads: GPU time when the program ran kernels, else CPU time
@@ -270,3 +225,61 @@ def tree_profile(tree: Tree, target: str, version: str, known_files: Sequence[st
                    metrics=metrics, totals={m: totals.get(m, 0.0) for m in metrics}, operations=operations,
                    lines=[LineCost(file=f, line=ln, operation=o, self_metrics=v) for (f, ln, o), v in lines.items()],
                    edges=[CallEdge(caller=a, callee=b, metrics=v) for (a, b), v in edges.items()])
+
+
+def _add(into: dict[str, float], values: Mapping[str, float]) -> None:
+    for k, v in values.items():
+        into[k] = into.get(k, 0.0) + v
+
+
+def _own_cost(n: TreeNode, stmts: list[TreeNode]) -> dict[str, float]:
+    """A function frame's self cost: its statements carry the frame's cost for each metric they
+    have, the frame its own for the rest."""
+    own = dict(n.exclusive)
+    for s in stmts:
+        for m in s.exclusive:
+            own.pop(m, None)
+    for s in stmts:
+        _add(own, s.exclusive)
+    return own
+
+
+class _Frames:
+    """The function frames of a call tree: the frame each node belongs to, each frame's statements
+    and operation id, and whether a frame runs inside another of the same function."""
+
+    def __init__(self, tree: Tree, known_files: Sequence[str]) -> None:
+        self.known_files = known_files
+        self.by_id = {n.id: n for n in tree.nodes}
+        owner: dict[int, int] = {}  # node id -> id of the function frame it belongs to
+        for n in tree.nodes:
+            if n.kind == "function":
+                owner[n.id] = n.id
+            else:
+                f = self.frame_of(n)
+                if f is not None:
+                    owner[n.id] = f
+        self.statements: dict[int, list[TreeNode]] = {}
+        for n in tree.nodes:
+            if n.kind == "statement" and n.id in owner:
+                self.statements.setdefault(owner[n.id], []).append(n)
+
+    def frame_of(self, n: TreeNode) -> int | None:
+        p = n.parent
+        while p is not None and self.by_id[p].kind != "function":
+            p = self.by_id[p].parent
+        return p
+
+    def op_id(self, frame: TreeNode) -> tuple[str, str | None]:
+        rel = relative_by_suffix(frame.file, self.known_files)
+        module = posixpath.basename(frame.module) if frame.module else "?"
+        return (f"{frame.name}@{rel}" if rel else f"{frame.name}@[{module}]"), rel
+
+    def nested_in_itself(self, n: TreeNode, oid: str) -> bool:
+        ancestor = n.parent
+        while ancestor is not None:
+            a = self.by_id[ancestor]
+            if a.kind == "function" and self.op_id(a)[0] == oid:
+                return True
+            ancestor = a.parent
+        return False

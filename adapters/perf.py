@@ -417,94 +417,123 @@ def build_profile(samples: list[Sample], *, source_root: str, cwd: str | None, t
     `event` is the event perf recorded: its metric is measured even when no sample fell in the
     program (a run shorter than the sampling period measured 0 s of CPU time, not "no time metric").
     """
-    # Pass 1: which in-root file does each (sym, module) live in? Frames without line info join the
-    # only file seen for that function, so one function never splits into two ids.
+    ids = _OperationIds(_files_of(samples, source_root, cwd), source_root, cwd)
+    sums = _Sums(event)
+    for s in samples:  # sums stay integers (periods in ns); converted to units once, at the end
+        sums.add(s, ids)
+    return sums.profile(ids.info, target=target, tool_version=tool_version)
+
+
+def _files_of(samples: list[Sample], source_root: str, cwd: str | None) -> dict[tuple[str, str], Counter[str]]:
+    """Pass 1: which in-root files each (sym, module) was seen in. Frames without line info join
+    the only file seen for that function, so one function never splits into two ids."""
     files_of: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for s in samples:
         for fr in s.frames:
             rel = relative_to_root(fr.file, source_root, cwd) if fr.file else None
             if rel:
                 files_of[(fr.sym, module_name(fr.dso))][rel] += 1
+    return files_of
 
-    info: dict[str, tuple[str, str, str | None]] = {}  # op id -> (name, module, file)
 
-    def op_key(fr: Frame) -> str:
+_UNKNOWN = "[unknown]@[unknown]"
+
+
+class _OperationIds:
+    """A frame's operation id, ``sym@file`` inside the root or ``sym@[module]`` outside it, and
+    what each id stands for (``info``: id -> (name, module, file))."""
+
+    def __init__(self, files_of: dict[tuple[str, str], Counter[str]], source_root: str, cwd: str | None) -> None:
+        self.files_of, self.source_root, self.cwd = files_of, source_root, cwd
+        self.info: dict[str, tuple[str, str, str | None]] = {}
+
+    def rel(self, file: str | None) -> str | None:
+        return relative_to_root(file, self.source_root, self.cwd)
+
+    def __call__(self, fr: Frame) -> str:
         mod = module_name(fr.dso)
-        rel = relative_to_root(fr.file, source_root, cwd) if fr.file else None
-        seen = files_of.get((fr.sym, mod))
+        rel = self.rel(fr.file) if fr.file else None
+        seen = self.files_of.get((fr.sym, mod))
         if rel is None and seen and len(seen) == 1:
             rel = next(iter(seen))
         oid = f"{fr.sym}@{rel}" if rel else f"{fr.sym}@[{mod}]"
-        info.setdefault(oid, (fr.sym, mod, rel))
+        self.info.setdefault(oid, (fr.sym, mod, rel))
         return oid
 
-    metrics_used: list[str] = []
-    scale: dict[str, float] = {"samples": 1.0}
-    recorded_metric, recorded_div = _PERIOD_METRICS.get((event or "").split(":", 1)[0], (None, 1.0))
-    if recorded_metric:
-        metrics_used += [recorded_metric, "samples"]
-        scale[recorded_metric] = recorded_div
-    self_m: dict = defaultdict(lambda: defaultdict(int))
-    incl_m: dict = defaultdict(lambda: defaultdict(int))
-    edge_m: dict = defaultdict(lambda: defaultdict(int))
-    line_m: dict = defaultdict(lambda: defaultdict(int))
-    lines_seen: dict[str, set[int]] = defaultdict(set)
-    totals: dict[str, int] = defaultdict(int)
-    unknown = "[unknown]@[unknown]"
 
-    for s in samples:  # sums stay integers (periods in ns); converted to units once, at the end
+class _Sums:
+    """Integer sums per metric (samples, and the period's metric) of each operation's self and
+    inclusive cost, each call edge and each leaf line, in the order the metrics were first seen."""
+
+    def __init__(self, event: str | None) -> None:
+        self.metrics_used: list[str] = []
+        self.scale: dict[str, float] = {"samples": 1.0}
+        recorded_metric, recorded_div = _PERIOD_METRICS.get((event or "").split(":", 1)[0], (None, 1.0))
+        if recorded_metric:
+            self.metrics_used += [recorded_metric, "samples"]
+            self.scale[recorded_metric] = recorded_div
+        self.self_m: dict = defaultdict(lambda: defaultdict(int))
+        self.incl_m: dict = defaultdict(lambda: defaultdict(int))
+        self.edge_m: dict = defaultdict(lambda: defaultdict(int))
+        self.line_m: dict = defaultdict(lambda: defaultdict(int))
+        self.lines_seen: dict[str, set[int]] = defaultdict(set)
+        self.totals: dict[str, int] = defaultdict(int)
+
+    def add(self, s: Sample, ids: _OperationIds) -> None:
         # An event's modifiers do not change its unit: perf without capabilities (paranoid 2, as in
         # pw's sandbox) counts user space only and names the event `cpu-clock:u`.
         metric, div = _PERIOD_METRICS.get(s.event.split(":", 1)[0], (None, 1.0))
         w = {"samples": 1}
         if metric:
             w[metric] = s.period
-            scale[metric] = div
+            self.scale[metric] = div
         for m, v in w.items():
-            if m not in metrics_used:
-                metrics_used.append(m)
-            totals[m] += v
+            if m not in self.metrics_used:
+                self.metrics_used.append(m)
+            self.totals[m] += v
         if not s.frames:
-            info.setdefault(unknown, ("[unknown]", "unknown", None))
-        keys = [op_key(fr) for fr in s.frames] or [unknown]
+            ids.info.setdefault(_UNKNOWN, ("[unknown]", "unknown", None))
+        keys = [ids(fr) for fr in s.frames] or [_UNKNOWN]
         for k, fr in zip(keys, s.frames):
-            if fr.line is not None and info[k][2] is not None and \
-                    relative_to_root(fr.file, source_root, cwd) == info[k][2]:
-                lines_seen[k].add(fr.line)
+            if fr.line is not None and ids.info[k][2] is not None and ids.rel(fr.file) == ids.info[k][2]:
+                self.lines_seen[k].add(fr.line)
         for m, v in w.items():
-            self_m[keys[0]][m] += v
+            self.self_m[keys[0]][m] += v
         for k in set(keys):
             for m, v in w.items():
-                incl_m[k][m] += v
+                self.incl_m[k][m] += v
         for e in {(keys[i + 1], keys[i]) for i in range(len(keys) - 1)}:
             for m, v in w.items():
-                edge_m[e][m] += v
+                self.edge_m[e][m] += v
         leaf = s.frames[0] if s.frames else None
         if leaf is not None and leaf.line is not None:
-            rel = relative_to_root(leaf.file, source_root, cwd)
+            rel = ids.rel(leaf.file)
             if rel:
                 for m, v in w.items():
-                    line_m[(rel, leaf.line, keys[0])][m] += v
+                    self.line_m[(rel, leaf.line, keys[0])][m] += v
 
-    def unit(d: dict) -> dict[str, float]:
-        return {m: d.get(m, 0) / scale[m] for m in metrics_used}
+    def unit(self, d: dict) -> dict[str, float]:
+        return {m: d.get(m, 0) / self.scale[m] for m in self.metrics_used}
 
-    ops = []
-    for k, inc in incl_m.items():
-        name, mod, rel = info[k]
-        seen = lines_seen.get(k)
-        ops.append(Operation(id=k, name=name, kind="function", module=mod, file=rel,
-                             line_start=min(seen) if seen else None,
-                             line_end=max(seen) if seen else None,
-                             self_metrics=unit(self_m[k]), inclusive_metrics=unit(inc)))
-    lines = [LineCost(file=f, line=ln, operation=k, self_metrics=unit(v)) for (f, ln, k), v in line_m.items()]
-    edges = [CallEdge(caller=a, callee=b, metrics=unit(v)) for (a, b), v in edge_m.items()]
-    # Primary metric first: the time metric when there is one.
-    metrics_used.sort(key=lambda m: (m == "samples", m))
-    gran = ["process", "function"] + (["line"] if lines else [])
-    return Profile(tool="perf", tool_version=tool_version, target=target, granularity=gran,
-                   metrics=metrics_used or ["samples"], totals=unit(totals), operations=ops,
-                   lines=lines, edges=edges)
+    def profile(self, info: dict[str, tuple[str, str, str | None]], *, target: str, tool_version: str) -> Profile:
+        unit = self.unit
+        ops = []
+        for k, inc in self.incl_m.items():
+            name, mod, rel = info[k]
+            seen = self.lines_seen.get(k)
+            ops.append(Operation(id=k, name=name, kind="function", module=mod, file=rel,
+                                 line_start=min(seen) if seen else None,
+                                 line_end=max(seen) if seen else None,
+                                 self_metrics=unit(self.self_m[k]), inclusive_metrics=unit(inc)))
+        lines = [LineCost(file=f, line=ln, operation=k, self_metrics=unit(v)) for (f, ln, k), v in self.line_m.items()]
+        edges = [CallEdge(caller=a, callee=b, metrics=unit(v)) for (a, b), v in self.edge_m.items()]
+        # Primary metric first: the time metric when there is one (the totals' keys follow it;
+        # the operations', lines' and edges' keep the order the metrics were first seen in).
+        self.metrics_used.sort(key=lambda m: (m == "samples", m))
+        gran = ["process", "function"] + (["line"] if lines else [])
+        return Profile(tool="perf", tool_version=tool_version, target=target, granularity=gran,
+                       metrics=self.metrics_used or ["samples"], totals=unit(self.totals), operations=ops,
+                       lines=lines, edges=edges)
 
 
 def _normalize_timed(text: str, lines_json: bytes, meta, source_root: str, target: str) -> Profile:

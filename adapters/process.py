@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -173,34 +174,56 @@ def run_process(
         report_box: list[bytes] = []
         if report_r is not None:
             drains.append(_drain(report_r, report_box))
-        fired = threading.Event()
-        reaped = threading.Event()
-
-        def on_timeout() -> None:
-            fired.set()
-            _kill_group(proc.pid, reaped)
-
-        timer = threading.Timer(timeout_s, on_timeout)
-        timer.daemon = True
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-            own_during = _own_cpu_s() - own_before
-        except BaseException:
-            _kill_group(proc.pid, reaped)  # Ctrl-C while a child runs: leave no orphan behind
-            raise
-        finally:
-            reaped.set()
-            timer.cancel()
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped by us
-        _kill_leftovers(proc.pid)
-        timer.join()  # a firing timer has stopped signalling once `reaped` is set
+        waited = _wait(proc, timeout_s, start, own_before)
         for t in drains:
             t.join(_DRAIN_GRACE_S)
-    code, rss, launch_error = proc.returncode, int(usage.ru_maxrss), None
     measured = _decode_report(b"".join(report_box)) if report_r is not None else None
-    extra: dict = {"sandboxed": confine is not None, "user_s": usage.ru_utime, "sys_s": usage.ru_stime}
+    return _result(argv, proc.returncode, waited, measured, confine is not None, stdout_path, stderr_path)
+
+
+class _Waited(NamedTuple):
+    """How the wait for a process ended, seen from outside it."""
+
+    usage: resource.struct_rusage
+    wall_s: float
+    own_cpu_s: float  # CPU seconds this process's own threads used meanwhile
+    timed_out: bool
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, start: float, own_before: float) -> _Waited:
+    """Reap the process, killing its group at the timeout, then kill what it left in the group."""
+    fired = threading.Event()
+    reaped = threading.Event()
+
+    def on_timeout() -> None:
+        fired.set()
+        _kill_group(proc.pid, reaped)
+
+    timer = threading.Timer(timeout_s, on_timeout)
+    timer.daemon = True
+    timer.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+        own_during = _own_cpu_s() - own_before
+    except BaseException:
+        _kill_group(proc.pid, reaped)  # Ctrl-C while a child runs: leave no orphan behind
+        raise
+    finally:
+        reaped.set()
+        timer.cancel()
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped by us
+    _kill_leftovers(proc.pid)
+    timer.join()  # a firing timer has stopped signalling once `reaped` is set
+    return _Waited(usage=usage, wall_s=wall, own_cpu_s=own_during, timed_out=fired.is_set())
+
+
+def _result(argv: list[str], returncode: int, waited: _Waited, measured: _LaunchReport | None, sandboxed: bool,
+            stdout_path: Path, stderr_path: Path) -> ProcessResult:
+    """The result from outside (wait4), or from the launcher's report when it came back."""
+    usage = waited.usage
+    code, wall, rss, launch_error = returncode, waited.wall_s, int(usage.ru_maxrss), None
+    extra: dict = {"sandboxed": sandboxed, "user_s": usage.ru_utime, "sys_s": usage.ru_stime}
     if measured is not None:
         code, wall, rss, launch_error = measured.returncode, measured.wall_s, measured.max_rss_kb, measured.launch_error
         extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files,
@@ -209,15 +232,15 @@ def run_process(
                      # This process's own threads (draining the program's output, the timer) are
                      # not other work: a program that prints 100 MB keeps them busy on another CPU.
                      others_cpu_s=None if measured.others_cpu_s is None
-                     else max(0.0, measured.others_cpu_s - own_during))
+                     else max(0.0, measured.others_cpu_s - waited.own_cpu_s))
     if launch_error is not None:
         return ProcessResult(argv, None, None, False, launch_error, 0.0, 0, str(stdout_path), str(stderr_path),
-                             sandboxed=confine is not None)
+                             sandboxed=sandboxed)
     return ProcessResult(
         argv=argv,
         exit_code=code if code >= 0 else None,
         signal=-code if code < 0 else None,
-        timed_out=fired.is_set(),
+        timed_out=waited.timed_out,
         launch_error=None,
         wall_s=wall,
         max_rss_kb=rss,

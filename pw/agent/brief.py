@@ -101,16 +101,6 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
     current = n.get("current")
     subject = (f"Current best {current} ({n['cumulative']:.3g}x over baseline)" if current and n.get("cumulative")
                else f"Current best {current}" if current else "Baseline")
-    slices_dir = n.get("slices_dir", "source-slices/")
-    where = f" {hs['file']}:{hs['line_start']}-{hs['line_end']}" if hs.get("file") else ""
-    if hs.get("ceiling_of"):  # a device-time hotspot that says what its ceiling is of
-        hot_line = _device_hotspot(hs, where, f"{n['adapter']}, {n['adapter_mode'] or 'default'}")
-    elif hs.get("ceiling") and hs.get("file"):
-        hot_line = (f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']}{where} = "
-                    f"{_pct(hs['share'])} of {hs['metric']}{_wall_part(hs)}; Amdahl ceiling {hs['ceiling']:.2f}x")
-    else:
-        hot_line = (f"Hotspot ({n['adapter']}): {hs['name']} = {_pct(hs['share'])} of {hs['metric']}"
-                    + (f"; Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") else ""))
     lines = [
         BriefLine(f"ProfileWeaver brief · run {n['run_id']} · workload {n['workload']}", 0),
         BriefLine(
@@ -118,8 +108,25 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
             f"(CV {_pct(n['baseline_cv'] or 0.0)}); oracle: {n['oracle']}",
             0,
         ),
-        BriefLine(hot_line, 0),
+        BriefLine(_hotspot_line(n, hs), 0),
     ]
+    return lines + _finding_lines(n) + _source_lines(n, hs) + _closing_lines(n, current, run_ref)
+
+
+def _hotspot_line(n: dict[str, Any], hs: dict[str, Any]) -> str:
+    where = f" {hs['file']}:{hs['line_start']}-{hs['line_end']}" if hs.get("file") else ""
+    if hs.get("ceiling_of"):  # a device-time hotspot that says what its ceiling is of
+        return _device_hotspot(hs, where, f"{n['adapter']}, {n['adapter_mode'] or 'default'}")
+    if hs.get("ceiling") and hs.get("file"):
+        return (f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']}{where} = "
+                f"{_pct(hs['share'])} of {hs['metric']}{_wall_part(hs)}; Amdahl ceiling {hs['ceiling']:.2f}x")
+    return (f"Hotspot ({n['adapter']}): {hs['name']} = {_pct(hs['share'])} of {hs['metric']}"
+            + (f"; Amdahl ceiling {hs['ceiling']:.2f}x" if hs.get("ceiling") else ""))
+
+
+def _finding_lines(n: dict[str, Any]) -> list[BriefLine]:
+    """What the profile found beside the hotspot: warnings, the GPU's limiter, findings, set-up."""
+    lines = []
     if (n.get("region") or {}).get("warning"):  # must be said: the metric may not time the kernel
         lines.append(BriefLine(f"Warning: {n['region']['warning']}", 0))
     if n.get("gpu", {}).get("timeline"):
@@ -138,6 +145,13 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
     pb = n.get("profiling_build") or {}
     if pb.get("same_code") is False:  # must be said: lines come from code that is not the timed code
         lines.append(BriefLine(f"Caution: lines come from a -g build whose code differs: {pb['note']}", 0))
+    return lines
+
+
+def _source_lines(n: dict[str, Any], hs: dict[str, Any]) -> list[BriefLine]:
+    """Where to read: the hot lines, the ranked mechanisms, the slices and the data path."""
+    lines = []
+    slices_dir = n.get("slices_dir", "source-slices/")
     if n.get("hot_lines"):
         shown = ", ".join(f"{h['line']} ({_pct(h['share'])})" for h in n["hot_lines"][:2])
         lines.append(BriefLine(f"Hot lines in {hs['file']}: {shown}", 1))
@@ -159,14 +173,17 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
             lines.append(BriefLine("Also: " + "; ".join(f"{s['path']}" for s in slices[3:6]), 6))
     for f in n.get("frontier", [])[:2]:
         lines.append(BriefLine(f"Data path: {f}", 2))
+    return lines
+
+
+def _closing_lines(n: dict[str, Any], current: str | None, run_ref: str | None) -> list[BriefLine]:
+    """What may be edited, what verified needs, and the next command."""
     never = n.get("never_editable") or []
     # The harness and shared code are named on the essential line: an agent must not "fix" the timer.
     shared = [f for f in never if not f.endswith(("Makefile", "CMakeLists.txt"))] or never  # build files: implied
     never_text = f"; never: {', '.join(shared[:3])}" if shared else ""
-    lines += [
+    return [
         BriefLine(f"Edit only: {', '.join(n['editable'][:6])} (in the workspace `pw prepare` makes){never_text}", 0),
-    ]
-    lines += [
         BriefLine(
             f"Verified needs all 6 gates: correctness (oracle{'+holdouts' if n.get('holdouts') else ''}), "
             "significance (>=5 pairs, 95% CI>1.01), mechanism (hotspot's code carries >50% of the saving), "
@@ -176,7 +193,6 @@ def brief_lines(n: dict[str, Any], *, run_ref: str | None = None) -> list[BriefL
         BriefLine(f"Next (RUN={run_ref or n['run_dir']}): pw prepare RUN --candidate "
                   f"ID:{'current' if current else 'baseline'}:MECHANISM; pw evaluate RUN ID", 0),
     ]
-    return lines
 
 
 # The shortened brief's essential lines are cut to at most this many characters (a path, a name, an

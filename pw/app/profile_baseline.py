@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 
@@ -88,70 +89,136 @@ def _answered_rung(decision: routing.RoutingDecision, profile: Profile) -> routi
 
 
 def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[str], None]) -> list[ev.Payload]:
-    run = state.run
-    contract = run.contract
+    """Discovery, the diagnosis climbs from it, the hotspot, then its source targets and the brief."""
+    from projections.overhead import timed_wall
+    from pw.app.overheads import factors_for
+
+    contract = state.run.contract
     language = language_of(contract.run.argv, contract.source.editable)
     usable = usability_from(state.preflight)
     runtime = baseline_runtime(state)
     specs = installed_specs()
-    events: list[ev.Payload] = []
-    from projections.overhead import timed_wall
-    from pw.app.overheads import factors_for
-
     overheads = factors_for(handle.path, runtime)  # measured by earlier runs in this runs directory
+    router = _Router(language, runtime, specs, usable, overheads)
     timed = timed_wall(state.timings, "baseline", contract.metric.kind)
     exe = profiling.executable_digest(contract, target)
 
-    discovery = routing.route("discovery", routing.discovery_needs(language), runtime, specs, usable, language,
-                              overheads=overheads)
-    events.append(_routing_event(discovery))
+    discovery = router.route("discovery", routing.discovery_needs(language))
+    events: list[ev.Payload] = [_routing_event(discovery)]
     if discovery.chosen is None:
-        return events + [ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable",
-                                          message=discovery.reason)]
+        return events + [_unusable(discovery.reason)]
     # Timing and the oracle used the user's build; the profile may use a second one with -g.
-    dbg = None
-    if language == "native":
-        from pw.workload import debug_build
-
-        progress("profile: checking the build for debug info")
-        dbg = debug_build.make(contract, target, handle.evidence, handle.logs, handle.path / "scratch")
-    profiled = dbg.target if dbg is not None and dbg.target is not None else target
+    dbg = _debug_build(handle, contract, target, language, progress)
+    capturer = _Capturer(handle, contract, dbg.target if dbg is not None and dbg.target is not None else target,
+                         dbg, timed, exe)
     progress(f"profile: {discovery.chosen}")
-    found = profiling.capture(contract, profiled, discovery.chosen, handle.evidence, handle.path / "scratch")
-    found = profiling.measured(found, timed, exe)
-    if dbg is not None:
-        found = msgspec.structs.replace(found, captured=msgspec.structs.replace(found.captured, build_note=dbg.note))
+    found = capturer.capture(discovery.chosen)
     events += [found.captured, found.normalized]
     editable = _editable_files(state, target)
-    named = contract.metric.operation if contract.metric.kind == "operation" else None
     per_run, of, wall = timed_per_run(state)
+    hot = _hotspot(state, found.profile, editable, discovery.chosen, runtime)
+    if isinstance(hot, ev.FaultRecorded):
+        return events + [hot]
+    hot = _with_kernel_file(hot, found.profile, handle.path / "baseline", editable)
+    climbed, profile_for_lines, gpu = _climb(router, capturer, handle, target, discovery, found.profile, hot, progress)
+    events += climbed
+    device = {"findings": hs.device_findings(found.profile, hot, per_run_s=per_run, of=of, wall_s=wall),
+              "region": hs.region_check(found.profile, per_run if of == "region" else None)}
+    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen, gpu,
+                            build=dbg, extra={k: v for k, v in device.items() if v} or None)
+    return events + [_with_definition_range(hot, rest)] + rest
+
+
+@dataclass(frozen=True)
+class _Router:
+    """What every routing decision of the profile stage reads: the program's language, the
+    baseline's run time, the installed adapters, which of them preflight found usable, and the
+    overheads earlier runs measured."""
+
+    language: str
+    runtime: float
+    specs: list
+    usable: dict[str, Usability]
+    overheads: dict[str, float]
+
+    def route(self, phase: str, needs, **kw) -> routing.RoutingDecision:
+        return routing.route(phase, needs, self.runtime, self.specs, self.usable, self.language,
+                             overheads=self.overheads, **kw)
+
+
+@dataclass(frozen=True)
+class _Capturer:
+    """Captures one adapter's profile of the profiled build (the -g build when there is one), with
+    its overhead against the timed runs and the profiling build's note on it."""
+
+    handle: RunHandle
+    contract: object
+    target: Target
+    dbg: object | None
+    timed: float | None
+    exe: str | None
+
+    def capture(self, adapter: str, **kw) -> profiling.ProfileResult:
+        got = profiling.capture(self.contract, self.target, adapter, self.handle.evidence,
+                                self.handle.path / "scratch", **kw)
+        got = profiling.measured(got, self.timed, self.exe)
+        if self.dbg is not None:
+            got = msgspec.structs.replace(got, captured=msgspec.structs.replace(got.captured, build_note=self.dbg.note))
+        return got
+
+
+def _unusable(message: str) -> ev.FaultRecorded:
+    return ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable", message=message)
+
+
+def _debug_build(handle: RunHandle, contract, target: Target, language: str, progress: Callable[[str], None]):
+    """The -g build a native program is profiled in (None for other languages)."""
+    if language != "native":
+        return None
+    from pw.workload import debug_build
+
+    progress("profile: checking the build for debug info")
+    return debug_build.make(contract, target, handle.evidence, handle.logs, handle.path / "scratch")
+
+
+def _hotspot(state, profile: Profile, editable: set[str], adapter: str, runtime: float):
+    """The hotspot the manifest names (metric.operation) or the profile's largest editable one; a
+    fault when there is none."""
+    contract = state.run.contract
+    named = contract.metric.operation if contract.metric.kind == "operation" else None
+    per_run, of, _ = timed_per_run(state)
     try:
-        hot = hs.select_named(found.profile, named) if named else \
-            hs.select_hotspot(found.profile, editable, per_run_s=per_run, of=of)
+        return hs.select_named(profile, named) if named else \
+            hs.select_hotspot(profile, editable, per_run_s=per_run, of=of)
     except ValueError as exc:
         if named:
-            return events + [ev.FaultRecorded(stage="profile", target="baseline", failure_class="profiler-unusable",
-                                              message=f"metric.operation: {exc}; name a function or kernel the "
-                                                      "program runs (the brief lists the largest)")]
+            return _unusable(f"metric.operation: {exc}; name a function or kernel the "
+                             "program runs (the brief lists the largest)")
         # A program that ends before the profiler can sample it has no hotspot to speak of.
-        return events + [ev.FaultRecorded(
-            stage="profile", target="baseline", failure_class="profiler-unusable",
-            message=f"{discovery.chosen} recorded no cost in a {runtime:.3g} s run: the program is too short to "
-                    "profile; give it a larger input in profileweaver.json",
-        )]
-    hot_op = found.profile.operation(hot.operation)
-    if hot.file is None and hot_op is not None and hot_op.kind == "kernel":
-        # A timeline knows kernels by name only: find the editable file that defines the kernel, so
-        # the locator can slice its source for the brief.
-        where = kernel_file(handle.path / "baseline", sorted(editable), hot.name)
-        if where is not None:
-            hot = msgspec.structs.replace(hot, file=where)
-    profile_for_lines: Profile = found.profile
-    gpu: dict | None = None
+        return _unusable(f"{adapter} recorded no cost in a {runtime:.3g} s run: the program is too short to "
+                         "profile; give it a larger input in profileweaver.json")
 
-    # Climb while each rung's profile cannot answer: perf -> callgrind -> callgrind-cachesim, each
-    # climb its own recorded decision; every climb after the first must fit the climb budget.
-    at, at_profile, spent = _answered_rung(discovery, found.profile), found.profile, 0.0
+
+def _with_kernel_file(hot, profile: Profile, root, editable: set[str]):
+    """A timeline knows kernels by name only: find the editable file that defines the kernel, so
+    the locator can slice its source for the brief."""
+    hot_op = profile.operation(hot.operation)
+    if hot.file is None and hot_op is not None and hot_op.kind == "kernel":
+        where = kernel_file(root, sorted(editable), hot.name)
+        if where is not None:
+            return msgspec.structs.replace(hot, file=where)
+    return hot
+
+
+def _climb(router: _Router, capturer: _Capturer, handle: RunHandle, target: Target,
+           discovery: routing.RoutingDecision, found: Profile, hot, progress: Callable[[str], None]):
+    """(events, the profile the hot lines come from, the GPU finding or None): climb while each
+    rung's profile cannot answer: perf -> callgrind -> callgrind-cachesim, each climb its own
+    recorded decision; every climb after the first must fit the climb budget."""
+    events: list[ev.Payload] = []
+    profile_for_lines: Profile = found
+    gpu: dict | None = None
+    at, at_profile, spent = _answered_rung(discovery, found), found, 0.0
     for climb in range(routing.MAX_CLIMBS):
         step = routing.escalate(at, at_profile, hot.operation)
         if step.to_rung is None:
@@ -162,8 +229,7 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
                 gpu = {"timeline": step.reason}
             break
         budget = None if climb == 0 else routing.CLIMB_BUDGET_S - spent
-        diagnosis = routing.route("diagnosis", step.needs, runtime, specs, usable, language, rung=step.to_rung,
-                                  overheads=overheads, budget_s=budget)
+        diagnosis = router.route("diagnosis", step.needs, rung=step.to_rung, budget_s=budget)
         decided = _routing_event(diagnosis)
         events.append(msgspec.structs.replace(decided, reason=f"{step.reason} -> {diagnosis.reason}"))
         if diagnosis.chosen is None:
@@ -171,14 +237,9 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
         if climb:
             spent += diagnosis.estimated_cost_s or 0.0
         progress(f"diagnose: {diagnosis.chosen}")
-        hot_op = found.profile.operation(hot.operation)
+        hot_op = found.operation(hot.operation)
         focus = (hot.name, int(hot_op.self_metrics.get("kernel_launches", 0))) if hot_op is not None else None
-        deep = profiling.capture(contract, profiled, diagnosis.chosen, handle.evidence, handle.path / "scratch",
-                                 focus=focus)
-        deep = profiling.measured(deep, timed, exe)
-        if dbg is not None:
-            deep = msgspec.structs.replace(
-                deep, captured=msgspec.structs.replace(deep.captured, build_note=dbg.note))
+        deep = capturer.capture(diagnosis.chosen, focus=focus)
         events += [deep.captured, deep.normalized]
         if diagnosis.chosen == "ncu":
             # The roofline's program ceiling through the same share as the Amdahl ceiling's (of
@@ -191,18 +252,18 @@ def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[
             break
         profile_for_lines = deep_profile
         at, at_profile = _answered_rung(diagnosis, deep_profile), deep_profile
-    device = {"findings": hs.device_findings(found.profile, hot, per_run_s=per_run, of=of, wall_s=wall),
-              "region": hs.region_check(found.profile, per_run if of == "region" else None)}
-    rest = source_and_brief(handle, state, target, hot, found.profile, profile_for_lines, discovery.chosen, gpu,
-                            build=dbg, extra={k: v for k, v in device.items() if v} or None)
+    return events, profile_for_lines, gpu
+
+
+def _with_definition_range(hot, rest: list[ev.Payload]):
+    """The hotspot with the parser's definition range, not just the sampled lines (and the file,
+    when the profile knew only the symbol: found by the parsers)."""
     located = next((e for e in rest if isinstance(e, ev.SourceTargetsEmitted)), None)
     for t in (located.document.get("targets", []) if located else []):
-        if t.get("role") == "hotspot":  # the parser's definition range, not just the sampled lines
-            # (and the file, when the profile knew only the symbol: found by the parsers)
-            hot = msgspec.structs.replace(hot, file=hot.file or t["file"], line_start=t["line_start"],
-                                          line_end=t["line_end"])
-            break
-    return events + [hot] + rest
+        if t.get("role") == "hotspot":
+            return msgspec.structs.replace(hot, file=hot.file or t["file"], line_start=t["line_start"],
+                                           line_end=t["line_end"])
+    return hot
 
 
 def kernel_file(root, editable: list[str], name: str) -> str | None:
@@ -347,36 +408,62 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
     """Source targets, slices and the agent brief for `label`'s tree (the baseline at start; the
     current best after a verified candidate, with `extra` numbers saying which and how fast)."""
     from pw.agent.brief import render_brief
-    from pw.agent.source.locator import locate
     from pw.agent.tokens import TOKENIZER, count_tokens
 
-    run = state.run
-    contract = run.contract
     line_shares = _line_shares(line_profile, hot.operation)
-    hot_lines = sorted(h["line"] for h in line_shares)
-    located = None
-    defines = build_defines(handle.logs)
-    if hot.file and (target.src_dir / hot.file).is_file():
-        located = locate(target.src_dir, list(contract.source.editable), hot.file, hot.name, hot_lines,
-                         defines=defines)
-    elif not hot.file:
-        # No line info (no debug info could be had): find the symbol's definition with the parsers.
-        located = locate_symbol(target.src_dir, target.files, contract, hot.name, defines)
+    located = _locate_hotspot(handle, state, target, hot, line_shares)
     mech_dicts = _ranked_mechanisms(located, hot, line_profile, line_shares)
     out: list[ev.Payload] = []
     slices_info = []
     if located is not None:
         targets, slices_info = _source_targets(located, mech_dicts, label=label, slices_dir=slices_dir)
         out.append(targets)
-    pf = state.preflight
-    probe = next((p for p in pf.profilers if p.name == adapter), None)
+    numbers = _brief_numbers(handle, state, target, hot, discovery, adapter, line_shares, mech_dicts, located,
+                             slices_info, gpu, build)
+    numbers.update(extra or {})
+    if label != "baseline":
+        numbers["slices_dir"] = slices_dir
+    text, tokens = render_brief(numbers, count_tokens)
+    view = _agent_view(adapter, discovery, line_shares, mech_dicts, located, gpu)
+    costs = {"agent-brief.txt": tokens,
+             "agent-view.json": count_tokens(msgspec.json.encode(view).decode())}
+    for name, body in (out[0].slices.items() if out else []):
+        costs[name] = count_tokens(body)
+    out.append(ev.BriefEmitted(target=label, text=text, tokens=tokens, tokenizer=TOKENIZER,
+                               numbers=numbers, view=view, costs=costs))
+    return out
+
+
+def _locate_hotspot(handle, state, target, hot, line_shares: list[dict]):
+    """The hotspot's source ranges in the tree, by its file and hot lines; by its symbol when the
+    profile had no line info; None when neither is known."""
+    from pw.agent.source.locator import locate
+
+    contract = state.run.contract
+    hot_lines = sorted(h["line"] for h in line_shares)
+    defines = build_defines(handle.logs)
+    if hot.file and (target.src_dir / hot.file).is_file():
+        return locate(target.src_dir, list(contract.source.editable), hot.file, hot.name, hot_lines,
+                      defines=defines)
+    if not hot.file:
+        # No line info (no debug info could be had): find the symbol's definition with the parsers.
+        return locate_symbol(target.src_dir, target.files, contract, hot.name, defines)
+    return None
+
+
+def _brief_numbers(handle, state, target, hot, discovery: Profile, adapter: str, line_shares: list[dict],
+                   mech_dicts: list[dict], located, slices_info, gpu: dict | None, build) -> dict:
+    """Every number the brief renders, in the order it renders them."""
+    from pw.rules.candidates import is_editable, protected_files
+    from pw.workload.differential import short_statement
+
+    run = state.run
+    contract = run.contract
+    probe = next((p for p in state.preflight.profilers if p.name == adapter), None)
     variance = next((t for t in state.timings if t.purpose == "baseline-variance"), None)
     xs = variance.samples["baseline"] if variance else []
     mean = statistics.fmean(xs) if xs else 0.0
     cv = statistics.stdev(xs) / mean if len(xs) > 1 and mean > 0 else None
-    from pw.rules.candidates import is_editable, protected_files
-    from pw.workload.differential import short_statement
-
     protected = protected_files(contract)
     editable = [f for f in target.files if is_editable(f, contract) and f not in protected]
     numbers = {
@@ -401,12 +488,8 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         "editable": editable,
         "never_editable": _never_editable(target.files, set(editable)),
     }
-    if gpu is not None and "timeline" in gpu:
-        numbers["gpu"] = {"timeline": gpu["timeline"]}
-    elif gpu is not None:
-        rf = gpu["roofline"]
-        numbers["gpu"] = {"kernel": gpu["kernel"], "limiter": gpu["limiter"], "bound": rf.get("bound"),
-                          "kernel_ceiling": rf.get("kernel_ceiling"), "program_ceiling": rf.get("program_ceiling")}
+    if gpu is not None:
+        numbers["gpu"] = _gpu_numbers(gpu)
     if located is not None:
         hot_target = next((t for t in located.targets if t.role == "hotspot"), None)
         if hot_target is not None:  # the definition range from the parser, not the sampled lines
@@ -420,18 +503,16 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
         numbers["beside"] = beside
     if contract.metric.kind == "operation":
         numbers["metric"] = f"{contract.metric.operation} time"
-    numbers.update(extra or {})
-    if label != "baseline":
-        numbers["slices_dir"] = slices_dir
-    text, tokens = render_brief(numbers, count_tokens)
-    view = _agent_view(adapter, discovery, line_shares, mech_dicts, located, gpu)
-    costs = {"agent-brief.txt": tokens,
-             "agent-view.json": count_tokens(msgspec.json.encode(view).decode())}
-    for name, body in (out[0].slices.items() if out else []):
-        costs[name] = count_tokens(body)
-    out.append(ev.BriefEmitted(target=label, text=text, tokens=tokens, tokenizer=TOKENIZER,
-                               numbers=numbers, view=view, costs=costs))
-    return out
+    return numbers
+
+
+def _gpu_numbers(gpu: dict) -> dict:
+    """The brief's GPU line: the timeline's finding, or the counters' kernel, limiter and ceilings."""
+    if "timeline" in gpu:
+        return {"timeline": gpu["timeline"]}
+    rf = gpu["roofline"]
+    return {"kernel": gpu["kernel"], "limiter": gpu["limiter"], "bound": rf.get("bound"),
+            "kernel_ceiling": rf.get("kernel_ceiling"), "program_ceiling": rf.get("program_ceiling")}
 
 
 # A hotspot whose name says it sets up the data: the run's cost is not what the user optimises.

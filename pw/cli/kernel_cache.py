@@ -120,59 +120,74 @@ def kernel_profile(args) -> int:
         raise InputError("kernel-profile: expected a sub-verb: list, count-missing, query, run, measure or repair")
     if verb == "repair":
         return _repair(args)
-    from pw.kernel_profile import service
-    from pw.kernel_profile.cache import Cache
-
     if verb == "list":
-        entries = service.list_entries()
-        if args.json:
-            print_json({"entries": entries})
-        else:
-            for e in entries:
-                print_text(f"{e['table']:<12} --backend {e['backend']:<6} {e['kernel_kind']:<8} "
-                           f"args=({', '.join(a['name'] for a in e['args'])}) metrics=({', '.join(e['metric_family'])}) "
-                           f"env={e['env']} gpus={e['gpu_count_fn'].split(':')[1]}")
-        return 0
-
+        return _list(args)
     entry, specs = _entry_and_specs(args)
     if verb == "measure":
-        from pw.kernel_profile.measure import measure
-
-        out = Path(args.output_dir or f"measure_{entry.table}_{entry.backend}")
-        from pw.kernel_profile.cache import writable_dir
-
-        writable_dir(out, f"--output-dir {out}")
-        body = measure(entry, specs, out, duration_s=args.duration_s, telemetry_hz=args.telemetry_hz,
-                       settings=_settings(args))
-        for w in body["warnings"]:
-            sys.stderr.write(f"pw kernel-profile: warning: {w}\n")
-        if args.json:
-            print_json(body)
-        else:
-            s = body["summary"]
-            print_text(f"measure {entry.table}/{entry.backend} -> {out}: {s['launches']} launches in "
-                       f"{s['window_s']} s, median {s['stats']['median_ms']:.4g} ms, rel stdev "
-                       f"{s['stats']['rel_stdev']:.3%}; files: {', '.join(body['files'])}")
-        return 0
+        return _measure(args, entry, specs)
+    from pw.kernel_profile.cache import Cache
 
     cache = Cache(args.db)
     if verb in ("count-missing", "query"):
-        gpu = service.resolve_gpu(args.gpu_name)
-        if verb == "count-missing":
-            body = service.count_missing(entry, specs, gpu, cache)
-            if args.json:
-                print_json(body)
-            else:
-                print_text(f"{body['missing_count']} of {body['spec_count']} missing "
-                           f"({body['unverified_count']} unverified) for {entry.table}/{entry.backend} "
-                           f"gpu_name={gpu.name} db={cache.db}")
-            return 0
-        body = service.query(entry, specs, gpu, cache)
-        print_json(body) if args.json else print_text(_table_text(entry, body))
-        return 0
+        return _count_missing_or_query(args, verb, entry, specs, cache)
+    return _run(args, entry, specs, cache)
 
-    # run
-    from pw.kernel_profile import snapshot
+
+def _list(args) -> int:
+    from pw.kernel_profile import service
+
+    entries = service.list_entries()
+    if args.json:
+        print_json({"entries": entries})
+    else:
+        for e in entries:
+            print_text(f"{e['table']:<12} --backend {e['backend']:<6} {e['kernel_kind']:<8} "
+                       f"args=({', '.join(a['name'] for a in e['args'])}) metrics=({', '.join(e['metric_family'])}) "
+                       f"env={e['env']} gpus={e['gpu_count_fn'].split(':')[1]}")
+    return 0
+
+
+def _measure(args, entry, specs) -> int:
+    from pw.kernel_profile.cache import writable_dir
+    from pw.kernel_profile.measure import measure
+
+    out = Path(args.output_dir or f"measure_{entry.table}_{entry.backend}")
+    writable_dir(out, f"--output-dir {out}")
+    body = measure(entry, specs, out, duration_s=args.duration_s, telemetry_hz=args.telemetry_hz,
+                   settings=_settings(args))
+    for w in body["warnings"]:
+        sys.stderr.write(f"pw kernel-profile: warning: {w}\n")
+    if args.json:
+        print_json(body)
+    else:
+        s = body["summary"]
+        print_text(f"measure {entry.table}/{entry.backend} -> {out}: {s['launches']} launches in "
+                   f"{s['window_s']} s, median {s['stats']['median_ms']:.4g} ms, rel stdev "
+                   f"{s['stats']['rel_stdev']:.3%}; files: {', '.join(body['files'])}")
+    return 0
+
+
+def _count_missing_or_query(args, verb: str, entry, specs, cache) -> int:
+    from pw.kernel_profile import service
+
+    gpu = service.resolve_gpu(args.gpu_name)
+    if verb == "count-missing":
+        body = service.count_missing(entry, specs, gpu, cache)
+        if args.json:
+            print_json(body)
+        else:
+            print_text(f"{body['missing_count']} of {body['spec_count']} missing "
+                       f"({body['unverified_count']} unverified) for {entry.table}/{entry.backend} "
+                       f"gpu_name={gpu.name} db={cache.db}")
+        return 0
+    body = service.query(entry, specs, gpu, cache)
+    print_json(body) if args.json else print_text(_table_text(entry, body))
+    return 0
+
+
+def _run(args, entry, specs, cache) -> int:
+    """Measure what the cache lacks (or everything: --force, --fresh); exit 1 while any is missing."""
+    from pw.kernel_profile import service
 
     if args.force and args.fresh:
         raise InputError("--force and --fresh: give at most one (--fresh measures like --force and stores nothing)")
@@ -186,26 +201,32 @@ def kernel_profile(args) -> int:
         sys.stderr.write(f"pw kernel-profile: warning: {w}\n")
     code = 1 if body["missing_count"] else 0
     if out is not None:
-        from pw.kernel_profile.specs import as_dict
-
-        snapshot.check_free(out)
-        body["output_dir"] = str(out)
-        stored = "the rows are stored in the cache; " if body["persisted"] else ""
-        body["snapshot"] = snapshot.write(out, stored, {
-            "request.json": {"verb": "run", "table": entry.table, "backend": entry.backend, "mode": body["mode"],
-                             "gpu_name": args.gpu_name, "db": str(cache.db), "specs": [as_dict(s) for s in specs]},
-            "results.json": body,
-            "curve.json": {"table": entry.table, "backend": entry.backend, "gpu_name": body["gpu_name"],
-                           **snapshot.curve(entry.arg_names, entry.metric_family, body["results"])},
-            "job.meta.json": {"started_at": started, "finished_at": time.time(), "exit_code": code,
-                              "argv": sys.argv[1:], "devices": body["devices"], "pinned": body["devices_pinned"],
-                              "worker_slots": body["worker_slots"], "measure_wall_s": body["measure_wall_s"],
-                              "python": sys.version.split()[0], "profiler_revision": entry.profiler_revision},
-        })
+        _write_snapshot(args, out, entry, specs, cache, body, started, code)
     print_json(body) if args.json else print_text(
         _table_text(entry, body) + f"\nmode={body['mode']} measured={body['measured_count']} "
         f"failed={body['failed_count']} persisted={body['persisted']}")
     return code
+
+
+def _write_snapshot(args, out: Path, entry, specs, cache, body: dict, started: float, code: int) -> None:
+    """--output-dir: the request, the results, the curve and the job's facts, as files."""
+    from pw.kernel_profile import snapshot
+    from pw.kernel_profile.specs import as_dict
+
+    snapshot.check_free(out)
+    body["output_dir"] = str(out)
+    stored = "the rows are stored in the cache; " if body["persisted"] else ""
+    body["snapshot"] = snapshot.write(out, stored, {
+        "request.json": {"verb": "run", "table": entry.table, "backend": entry.backend, "mode": body["mode"],
+                         "gpu_name": args.gpu_name, "db": str(cache.db), "specs": [as_dict(s) for s in specs]},
+        "results.json": body,
+        "curve.json": {"table": entry.table, "backend": entry.backend, "gpu_name": body["gpu_name"],
+                       **snapshot.curve(entry.arg_names, entry.metric_family, body["results"])},
+        "job.meta.json": {"started_at": started, "finished_at": time.time(), "exit_code": code,
+                          "argv": sys.argv[1:], "devices": body["devices"], "pinned": body["devices_pinned"],
+                          "worker_slots": body["worker_slots"], "measure_wall_s": body["measure_wall_s"],
+                          "python": sys.version.split()[0], "profiler_revision": entry.profiler_revision},
+    })
 
 
 def add_parser(sub, verb_factory) -> None:

@@ -17,7 +17,7 @@ import msgspec
 
 from ledger.errors import InputError
 from ledger.kernel_events import KernelMeasured, KernelMeasurementFailed, SampleStats, Telemetry
-from pw.kernel_profile import registry
+from pw.kernel_profile import executor, registry
 from pw.kernel_profile.cache import Cache, key_for, verify
 from pw.kernel_profile.protocol import Done, Failed, Settings
 from pw.kernel_profile.registry import Entry
@@ -193,8 +193,6 @@ def run(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, *, force:
         settings: Settings, devices=None) -> dict:
     """Everything that can refuse the call (a read-only database, a lost or damaged ledger, a spec
     beyond the device's memory) is checked before any GPU work starts."""
-    from pw.kernel_profile import executor
-
     if force and fresh:
         raise InputError("--force and --fresh: give at most one (--fresh measures like --force and stores nothing)")
     mode = "fresh" if fresh else "force" if force else "jit-fill"
@@ -204,52 +202,14 @@ def run(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, *, force:
     devices = devices or executor.choose_devices()
     gpu = resolve_gpu(gpu_name, devices.indices)
     before = count_missing(entry, specs, gpu, cache) if not fresh else None
-    # Distinct keys to measure, in first-appearance order: duplicates are measured once.
-    todo: dict[tuple, dict] = {}
-    if force or fresh:
-        for s in specs:
-            todo.setdefault(key_for(s), as_dict(s))
-    else:
-        rows = cache.rows(entry, gpu.name, full=False)
-        for s in specs:
-            row = rows.get(key_for(s))
-            if row is None or verify(entry, row):
-                todo.setdefault(key_for(s), as_dict(s))
+    todo = _to_measure(entry, specs, gpu, cache, everything=force or fresh)
     batch_id = uuid.uuid4().hex
-    answers: dict[tuple, Done | Failed] = {}
-    where: dict[tuple, int] = {}
-    for k, a in todo.items():
-        refused = too_large(entry, a, devices.memory_bytes)
-        if refused is not None:
-            answers[k] = refused
-    dispatch = [k for k in todo if k not in answers]
-    outcome = None
-    if dispatch:
-        outcome = executor.run_batch(entry, [todo[k] for k in dispatch], settings, devices,
-                                     autotune_dir=str(cache.autotune_dir), autotune_store=not fresh)
-        for i, k in enumerate(dispatch):
-            answers[k] = outcome.results[i]
-            where[k] = outcome.device_groups.get(i, [0])[0]
+    answers, where, outcome = _measure(entry, todo, settings, devices, cache, fresh)
     keys = list(todo)
     failures = [{"args": todo[k], "error": answers[k].error, "message": answers[k].message}
                 for k in keys if isinstance(answers[k], Failed)]
     if fresh:
-        results = []
-        for i, s in enumerate(specs):
-            r = answers[key_for(s)]
-            if isinstance(r, Done):
-                m = r.measurement
-                results.append({"index": i, "args": as_dict(s), "status": "ok", "source": "fresh",
-                                "metrics": {f: m.metrics.get(f) for f in entry.metric_family},
-                                "stats": msgspec.to_builtins(m.stats), "telemetry": msgspec.to_builtins(m.telemetry),
-                                "provenance": m.provenance})
-            else:
-                results.append({"index": i, "args": as_dict(s), "status": "missing", "error": r.error,
-                                "message": r.message})
-        body = {"table": entry.table, "backend": entry.backend, "gpu_name": gpu.name, "gpu_name_source": gpu.source,
-                "db": str(cache.db), "spec_count": len(specs),
-                "missing_count": sum(r["status"] != "ok" for r in results), "unverified_count": 0,
-                "persisted": False, "results": results}
+        body = _fresh_body(entry, specs, gpu, cache, answers)
     else:
         if keys:
             _store(cache, _events(entry, gpu, [(todo[k], answers[k], where.get(k, 0)) for k in keys], batch_id))
@@ -272,3 +232,59 @@ def run(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, *, force:
     if tuning is not None:
         body["autotune"] = tuning
     return body
+
+
+def _to_measure(entry: Entry, specs: list, gpu, cache: Cache, *, everything: bool) -> dict[tuple, dict]:
+    """Distinct keys to measure, in first-appearance order (duplicates are measured once): every
+    spec, or those the cache lacks or holds a row of that fails verification."""
+    todo: dict[tuple, dict] = {}
+    if everything:
+        for s in specs:
+            todo.setdefault(key_for(s), as_dict(s))
+        return todo
+    rows = cache.rows(entry, gpu.name, full=False)
+    for s in specs:
+        row = rows.get(key_for(s))
+        if row is None or verify(entry, row):
+            todo.setdefault(key_for(s), as_dict(s))
+    return todo
+
+
+def _measure(entry: Entry, todo: dict[tuple, dict], settings: Settings, devices, cache: Cache, fresh: bool):
+    """(each key's answer, the device each measured key ran on, the batch's outcome or None): specs
+    too large for the devices' memory are refused without running; the rest run as one batch."""
+    answers: dict[tuple, Done | Failed] = {}
+    where: dict[tuple, int] = {}
+    for k, a in todo.items():
+        refused = too_large(entry, a, devices.memory_bytes)
+        if refused is not None:
+            answers[k] = refused
+    dispatch = [k for k in todo if k not in answers]
+    outcome = None
+    if dispatch:
+        outcome = executor.run_batch(entry, [todo[k] for k in dispatch], settings, devices,
+                                     autotune_dir=str(cache.autotune_dir), autotune_store=not fresh)
+        for i, k in enumerate(dispatch):
+            answers[k] = outcome.results[i]
+            where[k] = outcome.device_groups.get(i, [0])[0]
+    return answers, where, outcome
+
+
+def _fresh_body(entry: Entry, specs: list, gpu, cache: Cache, answers: dict[tuple, Done | Failed]) -> dict:
+    """--fresh: the measurements as they came, one result per spec, nothing stored."""
+    results = []
+    for i, s in enumerate(specs):
+        r = answers[key_for(s)]
+        if isinstance(r, Done):
+            m = r.measurement
+            results.append({"index": i, "args": as_dict(s), "status": "ok", "source": "fresh",
+                            "metrics": {f: m.metrics.get(f) for f in entry.metric_family},
+                            "stats": msgspec.to_builtins(m.stats), "telemetry": msgspec.to_builtins(m.telemetry),
+                            "provenance": m.provenance})
+        else:
+            results.append({"index": i, "args": as_dict(s), "status": "missing", "error": r.error,
+                            "message": r.message})
+    return {"table": entry.table, "backend": entry.backend, "gpu_name": gpu.name, "gpu_name_source": gpu.source,
+            "db": str(cache.db), "spec_count": len(specs),
+            "missing_count": sum(r["status"] != "ok" for r in results), "unverified_count": 0,
+            "persisted": False, "results": results}

@@ -9,6 +9,7 @@ these and recorded in ``GatesEvaluated.inputs`` as plain data.
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any, Protocol
 
 import msgspec
@@ -298,6 +299,52 @@ GPU_MECHANISM_COUNTERS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...]
     (("occupancy",), ("achieved_occupancy_pct",), "up"),
     (("graph", "launch"), ("launch_api_calls",), "down"),
 )
+
+
+class WholeRunInputs(Protocol):
+    """The fields every version's no-collateral gate reads of the whole runs."""
+
+    wall_analysis: dict[str, Any] | None
+    outside_roi: Any  # each version's OutsideRoi: pairs, growth_*_s, *_median_s
+    peak_rss_kb_baseline: list[int]
+    peak_rss_kb_candidate: list[int]
+
+
+def whole_run_collateral(i: WholeRunInputs, check_outside_roi: bool,
+                         outside_roi_slack: float) -> tuple[list[str], list[str]]:
+    """(failures, checked) of the no-collateral checks on whole runs, the same in every version: the
+    whole-process time may not be slower, the time outside the region of interest may not grow by
+    more than ``outside_roi_slack`` of the baseline's whole run (rules 17 on: ``check_outside_roi``),
+    and peak memory may not grow beyond PEAK_RSS_FACTOR plus PEAK_RSS_SLACK_KB."""
+    failures: list[str] = []
+    checked: list[str] = []
+    w = i.wall_analysis
+    if w is not None:
+        if w.get("verdict") == "SLOWER":
+            failures.append(f"whole-process time slower: {speedup_text(w)}")
+        else:
+            checked.append(f"whole-process time {w.get('verdict')}")
+    o = i.outside_roi
+    if check_outside_roi and o is not None:
+        limit = outside_roi_slack * o.baseline_wall_median_s
+        text = (f"the time outside the region of interest {num(o.baseline_outside_median_s)} -> "
+                f"{num(o.candidate_outside_median_s)} s per run (growth {num(o.growth_mean_s)} s, 95% CI "
+                f"{num(o.growth_low_s)} to {num(o.growth_high_s)}, over {o.pairs} pairs)")
+        if o.growth_low_s > limit:
+            failures.append(f"{text}: more than {outside_roi_slack:.0%} of the baseline's whole run "
+                            f"({num(limit)} s): the region's saving is not the program's (work moved out of "
+                            "the timed region, or the region's clock is not the one the program runs by)")
+        else:
+            checked.append(text)
+    rb, rc = i.peak_rss_kb_baseline, i.peak_rss_kb_candidate
+    if not rb or not rc:
+        failures.append("peak memory not recorded for both arms")
+    else:
+        mb, mc = statistics.median(rb), statistics.median(rc)
+        limit = mb * PEAK_RSS_FACTOR + PEAK_RSS_SLACK_KB
+        text = f"peak RSS median {mb:.0f} -> {mc:.0f} KB (limit {limit:.0f})"
+        (failures if mc > limit else checked).append(text)
+    return failures, checked
 
 
 def gpu_counter_facts(mechanism: str, before: dict[str, float], after: dict[str, float]) -> CounterFacts | None:

@@ -33,7 +33,6 @@ The story of the current rules, gate by gate:
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Any
 
 import msgspec
@@ -44,8 +43,6 @@ from pw.rules.gate_facts import (
     COLLATERAL_MIN_SHARE,
     DEFAULT_MIN_PAIRS,
     GATE_NAMES,
-    PEAK_RSS_FACTOR,
-    PEAK_RSS_SLACK_KB,
     AdapterFacts,
     Binaries,
     Claim,
@@ -64,7 +61,7 @@ from pw.rules.gate_facts import (
     num,
     reproducible_gate,
     significance_gate,
-    speedup_text,
+    whole_run_collateral,
 )
 from pw.rules.rulesets import GATE_RULES, RULE_VERSIONS, RuleSet, UnknownRules, rule_set
 from pw.stats.shares import Fraction, fraction, mean
@@ -343,32 +340,9 @@ def _no_collateral(i: GateInputs, rs: RuleSet) -> GateResult:
         checked.append(f"{n} other operations and the system time within {COLLATERAL_SLACK:.0%} of the run "
                        f"(operations >= {COLLATERAL_MIN_SHARE:.0%} of either arm; the OS kernel's samples read "
                        "as system time)")
-    w = i.wall_analysis
-    if w is not None:
-        if w.get("verdict") == "SLOWER":
-            failures.append(f"whole-process time slower: {speedup_text(w)}")
-        else:
-            checked.append(f"whole-process time {w.get('verdict')}")
-    o = i.outside_roi
-    if rs.outside_roi and o is not None:
-        limit = OUTSIDE_ROI_SLACK * o.baseline_wall_median_s
-        text = (f"the time outside the region of interest {num(o.baseline_outside_median_s)} -> "
-                f"{num(o.candidate_outside_median_s)} s per run (growth {num(o.growth_mean_s)} s, 95% CI "
-                f"{num(o.growth_low_s)} to {num(o.growth_high_s)}, over {o.pairs} pairs)")
-        if o.growth_low_s > limit:
-            failures.append(f"{text}: more than {OUTSIDE_ROI_SLACK:.0%} of the baseline's whole run "
-                            f"({num(limit)} s): the region's saving is not the program's (work moved out of "
-                            "the timed region, or the region's clock is not the one the program runs by)")
-        else:
-            checked.append(text)
-    rb, rc = i.peak_rss_kb_baseline, i.peak_rss_kb_candidate
-    if not rb or not rc:
-        failures.append("peak memory not recorded for both arms")
-    else:
-        mb, mc = statistics.median(rb), statistics.median(rc)
-        limit = mb * PEAK_RSS_FACTOR + PEAK_RSS_SLACK_KB
-        text = f"peak RSS median {mb:.0f} -> {mc:.0f} KB (limit {limit:.0f})"
-        (failures if mc > limit else checked).append(text)
+    whole_failures, whole_checked = whole_run_collateral(i, rs.outside_roi, OUTSIDE_ROI_SLACK)
+    failures += whole_failures
+    checked += whole_checked
     return gate_result("no_collateral", failures, "; ".join(checked), [i.seqs.timing, i.seqs.wall])
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -50,15 +50,22 @@ from pw.rules.gate_facts import (  # noqa: F401 - the facts these gates read, re
     reproducible_gate,
     significance_gate,
     speedup_text,
+    whole_run_collateral,
 )
+from pw.rules.reprofiled_facts import (  # noqa: F401 - re-exported for the readers of these gates
+    CONSISTENCY_FLOOR,
+    CONSISTENCY_SIGMAS,
+    POISSON_SIGMAS,
+    ProfileConsistency,
+)
+from pw.rules.reprofiled_facts import sampled_totals as _sampled_totals
+from pw.rules.resolution import required_samples, target_band
 from pw.rules.rulesets import RuleSet, rule_set
+from pw.rules.startup import covered_pair, offset_check, pooled_pair, startup
 
 # The hotspot's shrink must explain at least half of the total saving in the reprofile: "most of the
 # saving" (docs/gates.md). Below that, something other than the targeted mechanism did the work.
 MIN_EXPLAINED_FRACTION = 0.5
-# Noise band of a sampled metric: this many Poisson standard deviations of the difference of two
-# sample counts, sqrt(n_before + n_after) samples, converted to the metric.
-POISSON_SIGMAS = 3.0
 # Noise band of an exact counter (callgrind's instructions): relative to the baseline value.
 EXACT_RELATIVE_BAND = 0.01
 # Rules 17: the time outside the region of interest may grow by at most this share of the
@@ -70,43 +77,11 @@ OUTSIDE_ROI_SLACK = 0.02
 # flags, machine state, a slowed baseline) rather than a mechanism. A real hotspot rewrite leaves
 # the rest unchanged (factor 1, within noise).
 CONCENTRATION_POWER = 0.5
-# Rules 5: a profiled run is one run, a timed median many; the log of (profiled / timed median),
-# candidate against reference, may differ by this many standard deviations of one timed run of
-# each arm (their logs' spreads, combined), and never by less than CONSISTENCY_FLOOR: the
-# profiler's own overhead is not exactly proportional to the run (perf's DWARF unwinding costs per
-# sample, page faults and start-up do not scale), and a five-run spread can come out small by luck.
-CONSISTENCY_SIGMAS = 3.0
-CONSISTENCY_FLOOR = 0.10
 # Rules 5: "explains more than all of the saving" fails beyond 100% plus the hotspot's band, and
 # beyond 100% plus this, however wide that band.
 EXPLAINED_EXCESS_MAX = 0.5
 
 
-
-
-class ProfileConsistency(Plain):
-    """Whether the profiled runs were the timed programs (gate rules 5). A program that can tell
-    a profiled run from a timed one can shape its profile (keep a saving out of it, or put cost
-    where the gate wants a shrink); whatever it does, the profiled run must take as long, relative
-    to its own timed runs, as the reference's profiled run did to the reference's.
-
-    ``*_launched``: the profiled program ran under pw's launcher, as a timed run does (its report,
-    ``*_profiled_wall_s``, is the program's own wall time; None: the report never came). Timed
-    runs: the median and the standard deviation of the logs of the whole-process seconds."""
-
-    baseline_launched: bool = False
-    candidate_launched: bool = False
-    baseline_profiled_wall_s: float | None = None
-    candidate_profiled_wall_s: float | None = None
-    baseline_timed_median_s: float | None = None
-    baseline_timed_log_sd: float | None = None
-    baseline_timed_runs: int = 0
-    candidate_timed_median_s: float | None = None
-    candidate_timed_log_sd: float | None = None
-    candidate_timed_runs: int = 0
-    # How many profiled runs each profile sums (``ProfileNormalized.parts``; 1 for a single capture).
-    baseline_profile_runs: int = 1
-    candidate_profile_runs: int = 1
 
 
 class OutsideRoi(Plain):
@@ -284,15 +259,6 @@ def _mechanism(i: GateInputs, rs: RuleSet) -> GateResult:
 # absolute values: they do not vary between runs.
 
 
-def _sampled_totals(d: ProfileDiff) -> tuple[float, float] | None:
-    """Total samples of the two profiles, when every operation's sample count is known."""
-    if not d.operations or any(o.samples_before is None or o.samples_after is None for o in d.operations):
-        return None
-    nb = sum(o.samples_before for o in d.operations)
-    na = sum(o.samples_after for o in d.operations)
-    return (nb, na) if nb > 0 and na > 0 and d.total_before > 0 and d.total_after > 0 else None
-
-
 def _campaign_scale(i: GateInputs) -> float | None:
     """Baseline time over candidate time for the whole process (the profiles cover all of it)."""
     analysis = i.wall_analysis or i.analysis
@@ -326,70 +292,28 @@ def _scaled_hotspot(i: GateInputs, d: ProfileDiff, hd) -> tuple[str, float, floa
 
 def _concentration(i: GateInputs, d: ProfileDiff, hd, rs: RuleSet) -> tuple[list[str], str]:
     """Rules 3 (module comment above ``GATE_RULES``): (failures, passed detail) of the mechanism."""
-    family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
-    after = hd.family_after
-    cover_band = 0.0  # rules 9: the coverages' error on the hotspot's whole-run cost
-    if after is None:  # a diff recorded before families: the hotspot's own id is all there is
-        after, family = hd.inclusive_after, "by id only (diff recorded without families)"
     totals, scale = _sampled_totals(d), _campaign_scale(i)
-    st = None
-    if rs.startup_offset and totals is not None and scale is not None:
-        from pw.rules.startup import startup
-        st = startup(i.profile_consistency, d, rs)
-    if st is not None:
-        from pw.rules.startup import covered_pair
-        # Rules 9: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot.
-        cov_b, cov_c = st.coverage_before, st.coverage_after
-        runs_b = max(1, i.profile_consistency.baseline_profile_runs)
-        runs_c = max(1, i.profile_consistency.candidate_profile_runs)
-        sb, sa = min(hd.inclusive_before / runs_b / st.work_before, 1.0), min(after / runs_c / st.work_after, 1.0)
-        hot_b, hot_a, band = covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
-        rest_b, rest_a, rest_band = scale - hot_b, 1.0 - hot_a, band
-        cover_band = POISSON_SIGMAS * math.hypot(scale * sb * st.coverage_sd[0], sa * st.coverage_sd[1])
-        how = (f"{POISSON_SIGMAS:g} sigma of the shares over {num(st.samples[0])} and {num(st.samples[1])} samples "
-               "of work")
-        unit = "of the candidate's run time"
-        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile's work (matched in the "
-                f"candidate: {family}), {sb * cov_b:.1%} -> {sa * cov_c:.1%} of the whole run (the profiles' work "
-                f"covers {cov_b:.0%} and {cov_c:.0%} of the timed runs, {num(st.offset)} s of start-up outside it); "
-                f"with the campaign's {num(scale)}x that is {num(hot_b)} -> {num(hot_a)} {unit}")
-    elif totals is not None and scale is not None:
-        sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
-        hot_b, hot_a, band = _scaled_pair(sb, sa, scale, totals)
-        rest_b, rest_a, rest_band = _scaled_pair(1.0 - sb, 1.0 - sa, scale, totals)
-        unit = "of the candidate's run time"
-        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile (matched in the candidate: "
-                f"{family}); with the campaign's {num(scale)}x that is {num(hot_b)} -> {num(hot_a)} {unit}")
-        how = f"{POISSON_SIGMAS:g} sigma of the shares over {num(totals[0])} and {num(totals[1])} samples"
-    else:
-        hot_b, hot_a = hd.inclusive_before, after
-        hot_op = next((o for o in d.operations if o.id == hd.operation), None)
-        band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
-        rest_b, rest_a = d.total_before - hot_b, d.total_after - hot_a
-        rest_band = EXACT_RELATIVE_BAND * max(rest_b, 0.0)
-        rest_samples = _rest_samples(d, hd)
-        if rest_samples is not None and sum(rest_samples) > 0:
-            per = (max(rest_b, 0.0) + max(rest_a, 0.0)) / sum(rest_samples)
-            rest_band = POISSON_SIGMAS * math.sqrt(sum(rest_samples)) * per
-        unit = d.metric
-        text = (f"hotspot {hd.operation} {d.metric} {num(hot_b)} -> {num(hot_a)} (matched in the candidate: "
-                f"{family}; total {num(d.total_before)} -> {num(d.total_after)})")
-    shrink, saving = hot_b - hot_a, (hot_b + rest_b) - (hot_a + rest_a)
+    st = startup(i.profile_consistency, d, rs) if rs.startup_offset and totals is not None and scale is not None \
+        else None
+    c = _hotspot_and_rest(i, d, hd, st, totals, scale)
+    text, band, rest_a = c.text, c.band, c.rest_a
+    shrink, saving = c.hot_b - c.hot_a, (c.hot_b + c.rest_b) - (c.hot_a + c.rest_a)
     text += f" (shrink {num(shrink)})"
     if not shrink > 0:
         return [f"{text}: the hotspot did not shrink"], ""
     if shrink <= band:
-        unresolved = _unresolved(i, sb, sa, scale, totals, band) if rs.resolution_detail and totals is not None and scale else ""
-        return [f"{text}: the shrink is within the hotspot's noise band {num(band)} ({how}){unresolved}"], ""
+        unresolved = _unresolved(i, c.sb, c.sa, scale, totals, band) \
+            if rs.resolution_detail and totals is not None and scale else ""
+        return [f"{text}: the shrink is within the hotspot's noise band {num(band)} ({c.how}){unresolved}"], ""
     if not saving > 0:
         return [f"{text}: the total did not shrink"], ""
     explained = shrink / saving
     if explained < MIN_EXPLAINED_FRACTION:
         return [f"{text}: explains only {explained:.0%} of the saving (< {MIN_EXPLAINED_FRACTION:.0%})"], ""
-    wide = math.hypot(band, cover_band)  # = band where there is no coverage (math.hypot(x, 0) == |x|)
+    wide = math.hypot(band, c.cover_band)  # = band where there is no coverage (math.hypot(x, 0) == |x|)
     spread, timing = (wide / saving, "")
     if rs.excess_band_with_speedup and totals is not None and scale is not None:
-        spread, timing = _with_speedup_spread(i, hot_b, hot_a, scale, explained, spread)
+        spread, timing = _with_speedup_spread(i, c.hot_b, c.hot_a, scale, explained, spread)
     excess = min(spread, EXPLAINED_EXCESS_MAX) if rs.excess_capped else spread
     if explained > 1.0 + excess:
         # More than all of the saving: the rest of the program got slower by what the hotspot lost,
@@ -397,22 +321,92 @@ def _concentration(i: GateInputs, d: ProfileDiff, hd, rs: RuleSet) -> tuple[list
         capped = " (capped)" if rs.excess_capped and excess < spread else ""
         return [f"{text}: explains {explained:.0%} of the saving, more than 100% plus its band "
                 f"({excess:.0%}{capped}{timing}): the hotspot's work moved elsewhere"], ""
-    hot_factor = hot_b / hot_a if hot_a > 0 else math.inf
+    hot_factor = c.hot_b / c.hot_a if c.hot_a > 0 else math.inf
     longer = _profiled_longer(i, d) if rs.profiled_excess_added_back and st is None and totals is not None and scale else 0.0
     if longer > 0.0:
         # Rules 14: the candidate's profiled run took longer than its timed runs say it should; time
         # added to the hotspot's part made the rest's share, and so its cost, look smaller.
         rest_a *= 1.0 + longer
+    rest_b, unit = c.rest_b, c.unit
     rest_shrink = rest_b - rest_a
     rest_factor = rest_b / rest_a if rest_a > 0 and rest_b > 0 else 1.0
-    if rest_shrink > rest_band and math.log(rest_factor) >= CONCENTRATION_POWER * math.log(hot_factor):
+    if rest_shrink > c.rest_band and math.log(rest_factor) >= CONCENTRATION_POWER * math.log(hot_factor):
         read = f", read with the profiled run's {longer:.0%} over its timed runs" if longer > 0.0 else ""
         return [f"{text}: the rest of the program fell too, {num(rest_b)} -> {num(rest_a)} {unit}{read} (x{num(rest_factor)} "
-                f"against the hotspot's x{num(hot_factor)}; beyond its band {num(rest_band)}): a uniform speedup is a "
+                f"against the hotspot's x{num(hot_factor)}; beyond its band {num(c.rest_band)}): a uniform speedup is a "
                 "change of conditions, not a mechanism"], ""
     said = f" (within 100% plus {excess:.0%}{timing})" if timing and explained > 1.0 else ""
     return [], (f"{text}: explains {explained:.0%} of the saving{said}; the rest of the program "
                 f"{num(rest_b)} -> {num(rest_a)} {unit} (x{num(rest_factor)} against the hotspot's x{num(hot_factor)})")
+
+
+class _Costs(NamedTuple):
+    """The hotspot's cost and the rest's, before and after, in ``unit``, with their noise bands
+    (``how``: how the hotspot's band was drawn) and the text that says so. ``sb``, ``sa``: the
+    hotspot's shares of the sampled profiles (None for exact counters)."""
+
+    text: str
+    hot_b: float
+    hot_a: float
+    band: float
+    rest_b: float
+    rest_a: float
+    rest_band: float
+    how: str
+    unit: str
+    cover_band: float = 0.0  # rules 9: the coverages' error on the hotspot's whole-run cost
+    sb: float | None = None
+    sa: float | None = None
+
+
+def _hotspot_and_rest(i: GateInputs, d: ProfileDiff, hd, st, totals, scale) -> _Costs:
+    """The costs the concentration check compares: whole-run shares past a start-up offset (rules
+    9), sampled shares scaled by the campaign, or an exact counter's own values."""
+    family = ", ".join(f"{m.id} ({m.why})" for m in hd.family) or "none found"
+    after = hd.family_after
+    if after is None:  # a diff recorded before families: the hotspot's own id is all there is
+        after, family = hd.inclusive_after, "by id only (diff recorded without families)"
+    if st is not None:
+        return _covered_costs(i, d, hd, st, scale, after, family)
+    if totals is not None and scale is not None:
+        sb, sa = hd.inclusive_before / d.total_before, min(after / d.total_after, 1.0)
+        hot_b, hot_a, band = _scaled_pair(sb, sa, scale, totals)
+        rest_b, rest_a, rest_band = _scaled_pair(1.0 - sb, 1.0 - sa, scale, totals)
+        unit = "of the candidate's run time"
+        text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile (matched in the candidate: "
+                f"{family}); with the campaign's {num(scale)}x that is {num(hot_b)} -> {num(hot_a)} {unit}")
+        how = f"{POISSON_SIGMAS:g} sigma of the shares over {num(totals[0])} and {num(totals[1])} samples"
+        return _Costs(text, hot_b, hot_a, band, rest_b, rest_a, rest_band, how, unit, sb=sb, sa=sa)
+    hot_b, hot_a = hd.inclusive_before, after
+    hot_op = next((o for o in d.operations if o.id == hd.operation), None)
+    band, how = _op_band(hot_op) if hot_op is not None else (0.0, "")
+    rest_b, rest_a = d.total_before - hot_b, d.total_after - hot_a
+    rest_band = EXACT_RELATIVE_BAND * max(rest_b, 0.0)
+    rest_samples = _rest_samples(d, hd)
+    if rest_samples is not None and sum(rest_samples) > 0:
+        per = (max(rest_b, 0.0) + max(rest_a, 0.0)) / sum(rest_samples)
+        rest_band = POISSON_SIGMAS * math.sqrt(sum(rest_samples)) * per
+    text = (f"hotspot {hd.operation} {d.metric} {num(hot_b)} -> {num(hot_a)} (matched in the candidate: "
+            f"{family}; total {num(d.total_before)} -> {num(d.total_after)})")
+    return _Costs(text, hot_b, hot_a, band, rest_b, rest_a, rest_band, how, d.metric)
+
+
+def _covered_costs(i: GateInputs, d: ProfileDiff, hd, st, scale: float, after: float, family: str) -> _Costs:
+    """Rules 9: whole-run shares; the start-up (missed, or in the import machinery) is outside the hotspot."""
+    cov_b, cov_c = st.coverage_before, st.coverage_after
+    runs_b = max(1, i.profile_consistency.baseline_profile_runs)
+    runs_c = max(1, i.profile_consistency.candidate_profile_runs)
+    sb, sa = min(hd.inclusive_before / runs_b / st.work_before, 1.0), min(after / runs_c / st.work_after, 1.0)
+    hot_b, hot_a, band = covered_pair(sb, sa, scale, st.samples, (cov_b, cov_c))
+    cover_band = POISSON_SIGMAS * math.hypot(scale * sb * st.coverage_sd[0], sa * st.coverage_sd[1])
+    how = (f"{POISSON_SIGMAS:g} sigma of the shares over {num(st.samples[0])} and {num(st.samples[1])} samples "
+           "of work")
+    unit = "of the candidate's run time"
+    text = (f"hotspot {hd.operation} {sb:.1%} -> {sa:.1%} of the {d.metric} profile's work (matched in the "
+            f"candidate: {family}), {sb * cov_b:.1%} -> {sa * cov_c:.1%} of the whole run (the profiles' work "
+            f"covers {cov_b:.0%} and {cov_c:.0%} of the timed runs, {num(st.offset)} s of start-up outside it); "
+            f"with the campaign's {num(scale)}x that is {num(hot_b)} -> {num(hot_a)} {unit}")
+    return _Costs(text, hot_b, hot_a, band, scale - hot_b, 1.0 - hot_a, band, how, unit, cover_band, sb, sa)
 
 
 def _profiled_longer(i: GateInputs, d: ProfileDiff) -> float:
@@ -510,7 +504,6 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet 
              if med is None or not med > 0]
     st = None
     if rs.startup_offset and not timed:
-        from pw.rules.startup import startup
         st = startup(c, d, rs)
     band = consistency_band(c)
     if missing or timed or band is None:
@@ -520,7 +513,6 @@ def consistency_check(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet 
     runs_b, runs_c = (max(1, c.baseline_profile_runs), max(1, c.candidate_profile_runs)) if rs.consistency_per_run else (1, 1)
     per_run = " per profiled run" if (runs_b, runs_c) != (1, 1) else ""
     if st is not None:
-        from pw.rules.startup import offset_check
         return offset_check(c, f"profile's {d.metric}{per_run}", st)
     checks = [(f"profile's {d.metric}{per_run}", d.total_before / runs_b, d.total_after / runs_c, "s")]
     if c.baseline_launched and c.candidate_launched:
@@ -544,8 +536,6 @@ def _unresolved(i: GateInputs, sb: float, sa: float, scale: float, totals: tuple
     """Rules 6: how many samples per profile would resolve the campaign's saving, and whether the
     reprofile's budget stopped it short of them; or, when these samples resolve it, that the
     hotspot's shrink is too small for the saving."""
-    from pw.rules.resolution import required_samples, target_band
-
     if (i.analysis or {}).get("verdict") != "FASTER":
         return ""  # no decided saving to resolve: the significance gate says why
     need, resolving = required_samples(sb, sa, scale), target_band(scale)
@@ -601,99 +591,84 @@ def _between_runs_band(shares: list[list[float]] | None, scale: float) -> float 
 def _no_collateral(i: GateInputs, rs: RuleSet) -> GateResult:
     failures, checked = [], []
     d = i.profile_diff
-    hot = i.hotspot.operation if i.hotspot is not None else None
-    # Rules 3: the hotspot's whole family is the hotspot, and an operation new in the candidate (no
-    # baseline share) is checked by its candidate share: work moved into a new function is not free.
-    family = {m.id for m in d.hotspot.family} if rs.concentration and d is not None and d.hotspot is not None else set()
     if d is None:
         failures.append("no reprofile yet: other operations not checked")
     else:
-        regressed = []
-        n_checked = 0
-        totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rs.sampled_scaling == "campaign" else (None, None)
-        st = None
-        if rs.startup_offset and totals is not None and scale is not None:
-            from pw.rules.startup import startup
-            st = startup(i.profile_consistency, d, rs)
-        start_ops = st.ops if st is not None else frozenset()
-        for op in d.operations:
-            share = op.share_before
-            if rs.concentration and d.total_after > 0:
-                share = max(share, op.self_after / d.total_after)
-            if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE or op.id in start_ops:
-                continue
-            n_checked += 1
-            if totals is not None and scale is not None and rs.startup_offset:
-                from pw.rules.startup import pooled_pair
-                # Whole-run shares (rules 9: times each profile's coverage; 1 without an offset),
-                # pooled two-proportion band.
-                if st is not None:
-                    runs_b = max(1, i.profile_consistency.baseline_profile_runs)
-                    runs_c = max(1, i.profile_consistency.candidate_profile_runs)
-                    before, after, band = pooled_pair(op.self_before / runs_b / st.work_before,
-                                                       op.self_after / runs_c / st.work_after, scale, st.samples,
-                                                       (st.coverage_before, st.coverage_after))
-                else:
-                    before, after, band = pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
-                                                       (1.0, 1.0))
-                spread_band = _between_runs_band(i.run_shares.get(op.id), scale) if rs.between_runs else None
-                if spread_band is not None and spread_band > band:
-                    band = spread_band
-                if after - before > band:
-                    whole = (f", of whole runs the profiles' work covers {st.coverage_before:.0%} and "
-                             f"{st.coverage_after:.0%} of" if st is not None else "")
-                    kind = "between-runs band" if spread_band is not None and band == spread_band else "pooled band"
-                    regressed.append(f"{op.id} {num(before)} -> {num(after)} of the candidate's run time "
-                                     f"(shares scaled by the campaign's {num(scale)}x{whole}; "
-                                     f"+{num(after - before)} > {kind} {num(band)})")
-                continue
-            if totals is not None and scale is not None:
-                before, after, band = _scaled_pair(op.share_before, op.self_after / d.total_after, scale, totals)
-                if after - before > band:
-                    regressed.append(f"{op.id} {num(before)} -> {num(after)} of the candidate's run time "
-                                     f"(shares scaled by the campaign's {num(scale)}x; "
-                                     f"+{num(after - before)} > band {num(band)})")
-                continue
-            band, how = _op_band(op)
-            if op.self_delta > band:
-                regressed.append(f"{op.id} {d.metric} {num(op.self_before)} -> {num(op.self_after)} "
-                                 f"(+{num(op.self_delta)} > band {num(band)} = {how})")
+        regressed, n_checked, start_ops = _reprofiled_regressions(i, d, rs)
         if regressed:
             failures.append("regressed beyond noise: " + "; ".join(regressed[:5]))
         checked.append(f"{n_checked} other operations >= {COLLATERAL_MIN_SHARE:.0%} within noise")
         if rs.startup_offset and start_ops:
             checked.append(f"{len(start_ops)} import-machinery operations counted as start-up")
-    w = i.wall_analysis
-    if w is not None:
-        if w.get("verdict") == "SLOWER":
-            failures.append(f"whole-process time slower: {speedup_text(w)}")
-        else:
-            checked.append(f"whole-process time {w.get('verdict')}")
-    o = i.outside_roi
-    if rs.outside_roi and o is not None:
-        limit = OUTSIDE_ROI_SLACK * o.baseline_wall_median_s
-        text = (f"the time outside the region of interest {num(o.baseline_outside_median_s)} -> "
-                f"{num(o.candidate_outside_median_s)} s per run (growth {num(o.growth_mean_s)} s, 95% CI "
-                f"{num(o.growth_low_s)} to {num(o.growth_high_s)}, over {o.pairs} pairs)")
-        if o.growth_low_s > limit:
-            failures.append(f"{text}: more than {OUTSIDE_ROI_SLACK:.0%} of the baseline's whole run "
-                            f"({num(limit)} s): the region's saving is not the program's (work moved out of "
-                            "the timed region, or the region's clock is not the one the program runs by)")
-        else:
-            checked.append(text)
-    rb, rc = i.peak_rss_kb_baseline, i.peak_rss_kb_candidate
-    if not rb or not rc:
-        failures.append("peak memory not recorded for both arms")
-    else:
-        mb, mc = statistics.median(rb), statistics.median(rc)
-        limit = mb * PEAK_RSS_FACTOR + PEAK_RSS_SLACK_KB
-        text = f"peak RSS median {mb:.0f} -> {mc:.0f} KB (limit {limit:.0f})"
-        if mc > limit:
-            failures.append(text)
-        else:
-            checked.append(text)
+    whole_failures, whole_checked = whole_run_collateral(i, rs.outside_roi, OUTSIDE_ROI_SLACK)
+    failures += whole_failures
+    checked += whole_checked
     return gate_result("no_collateral", failures, "; ".join(checked),
                    [i.seqs.baseline_profile, i.seqs.candidate_profile, i.seqs.wall, i.seqs.timing])
+
+
+def _reprofiled_regressions(i: GateInputs, d: ProfileDiff, rs: RuleSet) -> tuple[list[str], int, frozenset]:
+    """(the other operations that grew beyond their noise band, how many were checked, the
+    import-machinery operations counted as start-up and not checked)."""
+    hot = i.hotspot.operation if i.hotspot is not None else None
+    # Rules 3: the hotspot's whole family is the hotspot, and an operation new in the candidate (no
+    # baseline share) is checked by its candidate share: work moved into a new function is not free.
+    family = {m.id for m in d.hotspot.family} if rs.concentration and d.hotspot is not None else set()
+    regressed = []
+    n_checked = 0
+    totals, scale = (_sampled_totals(d), _campaign_scale(i)) if rs.sampled_scaling == "campaign" else (None, None)
+    st = None
+    if rs.startup_offset and totals is not None and scale is not None:
+        st = startup(i.profile_consistency, d, rs)
+    start_ops = st.ops if st is not None else frozenset()
+    for op in d.operations:
+        share = op.share_before
+        if rs.concentration and d.total_after > 0:
+            share = max(share, op.self_after / d.total_after)
+        if op.id == hot or op.id in family or share < COLLATERAL_MIN_SHARE or op.id in start_ops:
+            continue
+        n_checked += 1
+        if totals is not None and scale is not None and rs.startup_offset:
+            grew = _pooled_regression(i, d, op, st, totals, scale, rs)
+        elif totals is not None and scale is not None:
+            before, after, band = _scaled_pair(op.share_before, op.self_after / d.total_after, scale, totals)
+            grew = (f"{op.id} {num(before)} -> {num(after)} of the candidate's run time "
+                    f"(shares scaled by the campaign's {num(scale)}x; "
+                    f"+{num(after - before)} > band {num(band)})") if after - before > band else None
+        else:
+            band, how = _op_band(op)
+            grew = (f"{op.id} {d.metric} {num(op.self_before)} -> {num(op.self_after)} "
+                    f"(+{num(op.self_delta)} > band {num(band)} = {how})") if op.self_delta > band else None
+        if grew is not None:
+            regressed.append(grew)
+    return regressed, n_checked, start_ops
+
+
+def _pooled_regression(i: GateInputs, d: ProfileDiff, op: OperationDelta, st, totals: tuple[float, float],
+                       scale: float, rs: RuleSet) -> str | None:
+    """Rules 9: an operation's growth in whole-run shares (times each profile's coverage; 1 without
+    an offset) beyond the pooled two-proportion band, or the between-runs band where that is wider;
+    None when it stayed within."""
+    if st is not None:
+        runs_b = max(1, i.profile_consistency.baseline_profile_runs)
+        runs_c = max(1, i.profile_consistency.candidate_profile_runs)
+        before, after, band = pooled_pair(op.self_before / runs_b / st.work_before,
+                                           op.self_after / runs_c / st.work_after, scale, st.samples,
+                                           (st.coverage_before, st.coverage_after))
+    else:
+        before, after, band = pooled_pair(op.share_before, op.self_after / d.total_after, scale, totals,
+                                           (1.0, 1.0))
+    spread_band = _between_runs_band(i.run_shares.get(op.id), scale) if rs.between_runs else None
+    if spread_band is not None and spread_band > band:
+        band = spread_band
+    if not after - before > band:
+        return None
+    whole = (f", of whole runs the profiles' work covers {st.coverage_before:.0%} and "
+             f"{st.coverage_after:.0%} of" if st is not None else "")
+    kind = "between-runs band" if spread_band is not None and band == spread_band else "pooled band"
+    return (f"{op.id} {num(before)} -> {num(after)} of the candidate's run time "
+            f"(shares scaled by the campaign's {num(scale)}x{whole}; "
+            f"+{num(after - before)} > {kind} {num(band)})")
 
 
 def _attribution(i: GateInputs) -> GateResult:

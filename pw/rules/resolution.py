@@ -50,7 +50,7 @@ import math
 
 import msgspec
 
-from pw.rules.gates_reprofiled import POISSON_SIGMAS
+from pw.rules.reprofiled_facts import POISSON_SIGMAS, sampled_totals
 
 RESOLUTION_RULES = ("share-band/1", "share-band/2", "share-band/3")
 RESOLUTION_RULE = RESOLUTION_RULES[-1]  # what this ProfileWeaver records; audits replay each by its own
@@ -203,9 +203,7 @@ def look_of(diff, runs_before: int, runs_after: int, elapsed_s: float = 0.0) -> 
     """The look at a profile diff (``projections.profile_diff.ProfileDiff``) as the mechanism gate
     reads it (rules 3+: the hotspot's share before, its family's share after, the sample totals);
     None when the profiles are not both sampled or the diff tracks no hotspot."""
-    from pw.rules.gates_reprofiled import _sampled_totals
-
-    totals, hd = _sampled_totals(diff), diff.hotspot
+    totals, hd = sampled_totals(diff), diff.hotspot
     if totals is None or hd is None:
         return None
     after = hd.family_after if hd.family_after is not None else hd.inclusive_after

@@ -18,16 +18,14 @@ import math
 import msgspec
 
 from projections.profile_diff import ProfileDiff
-from pw.rules.gates_reprofiled import (
+from pw.rules.gate_facts import num as _g
+from pw.rules.reprofiled_facts import (
     CONSISTENCY_FLOOR,
     CONSISTENCY_SIGMAS,
     POISSON_SIGMAS,
     ProfileConsistency,
-    _sampled_totals,
 )
-from pw.rules.gates_reprofiled import (
-    num as _g,
-)
+from pw.rules.reprofiled_facts import sampled_totals as _sampled_totals
 from pw.rules.rulesets import RuleSet
 
 # The most of a run a profiler inside the sandbox may leave uncovered at start-up. In pw's runs of

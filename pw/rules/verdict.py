@@ -128,10 +128,46 @@ def reach_verdict(
     not shown faster than the baseline). ``same_image`` (the candidate loads the same code and data
     as its reference, ``pw.workload.image``) rejects it as no effect, whatever the timing says.
     A ``timing_fault`` may also be what the
-    candidate was caught at in a timed or profiled run (``caught``, ``output-mismatch``)."""
+    candidate was caught at in a timed or profiled run (``caught``, ``output-mismatch``).
+
+    The checks run in that order of precedence: a failed step, the same image, the timing, then
+    the gates; the first that decides is the verdict."""
     by_name = {g.name: g for g in gates}
     a = msgspec.to_builtins(analysis) if isinstance(analysis, msgspec.Struct) else analysis
+    failed = _failed_steps(by_name, timing_fault, refused_edits, build_ok, oracle_passed)
+    if failed is not None:
+        return failed
+    if same_image is not None:
+        # The image decides, not the machine; a campaign that found no effect says so first.
+        said = a is not None and a.get("verdict") == "SAME" and (a.get("campaign") or {}).get("margin") is not None
+        margin = [f"{NO_EFFECT} speedup within ±{a['campaign']['margin']:.0%} ({_summary(a)})"] if said else []
+        return Verdict("rejected", [*margin, f"{NO_EFFECT} {same_image}"])
+    undecided = _timing_verdict(a, exploratory=exploratory, min_pairs=min_pairs, doubts=doubts,
+                                contended=contended, screening_estimate=screening_estimate)
+    if undecided is not None:
+        return undecided
+    reasons = []
+    for name in GATE_NAMES:
+        g = by_name.get(name)
+        if g is None:
+            reasons.append(f"gate {name}: not evaluated")
+        elif not g.passed:
+            reasons.append(f"gate {name}: {g.detail}")
+    reasons += [f"{NO_ORACLE} {c}" for c in ceiling]
+    if chain is not None:
+        reasons.append(f"{CHAIN} {chain}")
+    if uncontained is not None:
+        reasons.append(f"{UNCONTAINED} {uncontained}; a run outside a sandbox could have cached its result or "
+                       "read the references, so the ceiling is proposed")
+    if reasons:
+        return Verdict("proposed", reasons)
+    return Verdict("verified", [f"verified: {_summary(a)}; all six gates passed"])
 
+
+def _failed_steps(by_name: dict[str, GateResult], timing_fault: FaultRecorded | None, refused_edits: Sequence[str],
+                  build_ok: bool | None, oracle_passed: bool | None) -> Verdict | None:
+    """Rejected when a step before the timing failed (every failure listed, repairable when an edit
+    can address one of them); None when none did."""
     failures: list[tuple[str, bool]] = []  # (reason, whether an edit can address it)
     if timing_fault is not None:
         failures.append((f"{timing_fault.failure_class}: {timing_fault.message}",
@@ -145,12 +181,14 @@ def reach_verdict(
         failures.append((f"{ORACLE_FAILED} {corr.detail if corr else 'the oracle did not pass'}", True))
     if failures:
         return Verdict("rejected", [reason for reason, _ in failures], any(fixable for _, fixable in failures))
-    if same_image is not None:
-        # The image decides, not the machine; a campaign that found no effect says so first.
-        said = a is not None and a.get("verdict") == "SAME" and (a.get("campaign") or {}).get("margin") is not None
-        margin = [f"{NO_EFFECT} speedup within ±{a['campaign']['margin']:.0%} ({_summary(a)})"] if said else []
-        return Verdict("rejected", [*margin, f"{NO_EFFECT} {same_image}"])
+    return None
 
+
+def _timing_verdict(a: dict[str, Any] | None, *, exploratory: bool, min_pairs: int, doubts: Sequence[str],
+                    contended: str | None, screening_estimate: float | None) -> Verdict | None:
+    """The verdict when the timing alone decides it (no analysis, a busy host, slower, no effect,
+    undecided, too few exploratory pairs, a shifted baseline); None for a FASTER campaign the gates
+    must judge."""
     if a is None and exploratory and screening_estimate is not None:
         return Verdict("inconclusive", [
             f"{INCONCLUSIVE} exploratory screening: one pair gives {screening_estimate:.3g}x (no interval, "
@@ -175,20 +213,4 @@ def reach_verdict(
         return Verdict("inconclusive", [f"{INCONCLUSIVE} exploratory campaign, {n} pairs < {min_pairs}"])
     if doubts:
         return Verdict("inconclusive", [f"{BASELINE_SHIFT} {d}" for d in doubts])
-
-    reasons = []
-    for name in GATE_NAMES:
-        g = by_name.get(name)
-        if g is None:
-            reasons.append(f"gate {name}: not evaluated")
-        elif not g.passed:
-            reasons.append(f"gate {name}: {g.detail}")
-    reasons += [f"{NO_ORACLE} {c}" for c in ceiling]
-    if chain is not None:
-        reasons.append(f"{CHAIN} {chain}")
-    if uncontained is not None:
-        reasons.append(f"{UNCONTAINED} {uncontained}; a run outside a sandbox could have cached its result or "
-                       "read the references, so the ceiling is proposed")
-    if reasons:
-        return Verdict("proposed", reasons)
-    return Verdict("verified", [f"verified: {_summary(a)}; all six gates passed"])
+    return None

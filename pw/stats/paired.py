@@ -151,19 +151,7 @@ def analyze_pairs(
     zero_spread = bool(np.ptp(d) == 0.0)
     notes: list[str] = []
 
-    mean, sd, lo, hi = (float(v) for v in t_interval_log(d, params.confidence))
-    if zero_spread:
-        mean, sd, lo, hi = float(d[0]), 0.0, float(d[0]), float(d[0])
-        notes.append(
-            "log ratios have zero spread, so no interval can be estimated; verdict INCONCLUSIVE "
-            "(is the timer resolution too coarse?)"
-        )
-    interval = Interval(
-        low=float(np.exp(lo)),
-        high=float(np.exp(hi)),
-        confidence=params.confidence,
-        method="Student t on per-pair log ratios",
-    )
+    mean, sd, interval = _t_interval(d, zero_spread, params.confidence, notes)
     verdict: Verdict = (
         INCONCLUSIVE if zero_spread else verdict_of(interval.low, interval.high, params.min_effect)
     )
@@ -178,24 +166,7 @@ def analyze_pairs(
         baseline_runs=flag_outliers(np.log(base), params.outlier_z),
         candidate_runs=flag_outliers(np.log(cand), params.outlier_z),
     )
-    hl, hl_lo, hl_hi, achieved = hodges_lehmann(d, params.confidence)
-    robust_interval = Interval(
-        low=float(np.exp(hl_lo)),
-        high=float(np.exp(hl_hi)),
-        confidence=achieved,
-        method="Hodges-Lehmann with the signed-rank (Walsh average) interval",
-    )
-    if achieved < params.confidence:
-        notes.append(
-            f"with {n} pairs the robust interval reaches only {achieved:.4f} coverage, "
-            f"below the nominal {params.confidence}"
-        )
-    robust_verdict: Verdict = (
-        INCONCLUSIVE
-        if zero_spread
-        else verdict_of(robust_interval.low, robust_interval.high, params.min_effect)
-    )
-    robust = RobustCheck(speedup=float(np.exp(hl)), interval=robust_interval, verdict=robust_verdict)
+    robust = _robust_check(d, zero_spread, params, notes)
 
     return PairedAnalysis(
         method_version=METHOD_VERSION,
@@ -210,12 +181,54 @@ def analyze_pairs(
         verdict_rule=VERDICT_RULE,
         outliers=outliers,
         robust=robust,
-        verdict_depends_on_outliers=bool(outliers.pairs) and robust_verdict != verdict,
+        verdict_depends_on_outliers=bool(outliers.pairs) and robust.verdict != verdict,
         drift=drift_report(base, cand, checked_order, alpha=params.drift_alpha),
         notes=tuple(notes),
         inputs=inputs,
         params=params,
     )
+
+
+def _t_interval(d: np.ndarray, zero_spread: bool, confidence: float, notes: list[str]) -> tuple[float, float, Interval]:
+    """(mean, sd, interval of the speedup) from Student's t on the log ratios; with zero spread the
+    one ratio and a note saying why no interval could be estimated."""
+    mean, sd, lo, hi = (float(v) for v in t_interval_log(d, confidence))
+    if zero_spread:
+        mean, sd, lo, hi = float(d[0]), 0.0, float(d[0]), float(d[0])
+        notes.append(
+            "log ratios have zero spread, so no interval can be estimated; verdict INCONCLUSIVE "
+            "(is the timer resolution too coarse?)"
+        )
+    interval = Interval(
+        low=float(np.exp(lo)),
+        high=float(np.exp(hi)),
+        confidence=confidence,
+        method="Student t on per-pair log ratios",
+    )
+    return mean, sd, interval
+
+
+def _robust_check(d: np.ndarray, zero_spread: bool, params: PairedParams, notes: list[str]) -> RobustCheck:
+    """The Hodges-Lehmann speedup, its signed-rank interval and the verdict it gives; a note when
+    the few pairs cannot reach the nominal coverage."""
+    hl, hl_lo, hl_hi, achieved = hodges_lehmann(d, params.confidence)
+    robust_interval = Interval(
+        low=float(np.exp(hl_lo)),
+        high=float(np.exp(hl_hi)),
+        confidence=achieved,
+        method="Hodges-Lehmann with the signed-rank (Walsh average) interval",
+    )
+    if achieved < params.confidence:
+        notes.append(
+            f"with {d.size} pairs the robust interval reaches only {achieved:.4f} coverage, "
+            f"below the nominal {params.confidence}"
+        )
+    robust_verdict: Verdict = (
+        INCONCLUSIVE
+        if zero_spread
+        else verdict_of(robust_interval.low, robust_interval.high, params.min_effect)
+    )
+    return RobustCheck(speedup=float(np.exp(hl)), interval=robust_interval, verdict=robust_verdict)
 
 
 def reanalyze(recorded: PairedAnalysis | dict) -> PairedAnalysis:

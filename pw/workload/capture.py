@@ -83,42 +83,8 @@ def capture(
     out_dir = scratch / f"profile-{target.label}-{adapter_name}"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
-    cwd = target.build_dir / contract.run.cwd
-    from pw.workload import containment
-    from pw.workload.steps import base_env, confine_for, cuda_env, cuda_jit_cache
-
-    cache = cuda_jit_cache(target)
-    req = CaptureRequest(
-        argv=list(argv if argv is not None else contract.run.argv),
-        cwd=str(cwd.resolve()),
-        out_dir=str(out_dir.absolute()),  # the tool writes there from the program's cwd
-        label=target.label,
-        # Profilers that run the program themselves (the GPU ones) lay this over their own
-        # environment: a CUDA target's driver settings, as in every timed run, then the step's.
-        env={**cuda_env(target), **contract.run.env},
-        timeout_s=contract.run.timeout_s * CAPTURE_TIMEOUT_FACTOR,
-        wrap=sandbox_prefix(contract, target, cwd, out_dir, scratch),
-        # Launched as a timed run is: the same launcher, environment and sandbox (perf wraps them
-        # from outside); the launcher's report is the evidence that the profiled run is the timed
-        # program (the mechanism gate's profile-consistency check, gate rules v5).
-        launch=True,
-        launch_env=base_env(contract.run, scratch, target),
-        confine=confine_for(target, cwd),
-        tool_confine=containment.confinement(target.build_dir, target.hidden, cwd,
-                                             extra_writable=[out_dir, *([cache] if cache is not None else [])]),
-    )
-    from pw.workload import workspace
-
-    before = workspace.snapshot(target.build_dir)
-    try:
-        cap = adapter.capture(req)
-    except CaptureError as exc:
-        raise ToolError(f"{adapter_name}: {exc}") from None
-    finally:
-        # Files the profiled run leaves in the build tree would change the tree's hash, and every
-        # later campaign would then see a "swapped" binary: remove them, as a timed run would.
-        for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
-            (target.build_dir / rel).unlink(missing_ok=True)
+    req = _capture_request(contract, target, out_dir, scratch, argv)
+    cap = _capture_leaving_no_files(adapter, adapter_name, req, target)
     artifacts = read_artifacts(cap)
     stdout = artifacts.get("stdout.txt", b"")
     shas = {role: evidence.put(data) for role, data in sorted(artifacts.items())}
@@ -151,6 +117,51 @@ def capture(
         profile=profile,
         stdout=stdout,
     )
+
+
+def _capture_request(contract: Contract, target: Target, out_dir: Path, scratch: Path,
+                     argv: list[str] | None) -> CaptureRequest:
+    """The profiled run, launched as a timed run is: the same launcher, environment and sandbox."""
+    from pw.workload import containment
+    from pw.workload.steps import base_env, confine_for, cuda_env, cuda_jit_cache
+
+    cwd = target.build_dir / contract.run.cwd
+    cache = cuda_jit_cache(target)
+    return CaptureRequest(
+        argv=list(argv if argv is not None else contract.run.argv),
+        cwd=str(cwd.resolve()),
+        out_dir=str(out_dir.absolute()),  # the tool writes there from the program's cwd
+        label=target.label,
+        # Profilers that run the program themselves (the GPU ones) lay this over their own
+        # environment: a CUDA target's driver settings, as in every timed run, then the step's.
+        env={**cuda_env(target), **contract.run.env},
+        timeout_s=contract.run.timeout_s * CAPTURE_TIMEOUT_FACTOR,
+        wrap=sandbox_prefix(contract, target, cwd, out_dir, scratch),
+        # Launched as a timed run is: the same launcher, environment and sandbox (perf wraps them
+        # from outside); the launcher's report is the evidence that the profiled run is the timed
+        # program (the mechanism gate's profile-consistency check, gate rules v5).
+        launch=True,
+        launch_env=base_env(contract.run, scratch, target),
+        confine=confine_for(target, cwd),
+        tool_confine=containment.confinement(target.build_dir, target.hidden, cwd,
+                                             extra_writable=[out_dir, *([cache] if cache is not None else [])]),
+    )
+
+
+def _capture_leaving_no_files(adapter, adapter_name: str, req: CaptureRequest, target: Target):
+    """The adapter's capture; a tool's failure as a ToolError, and no file left in the build tree."""
+    from pw.workload import workspace
+
+    before = workspace.snapshot(target.build_dir)
+    try:
+        return adapter.capture(req)
+    except CaptureError as exc:
+        raise ToolError(f"{adapter_name}: {exc}") from None
+    finally:
+        # Files the profiled run leaves in the build tree would change the tree's hash, and every
+        # later campaign would then see a "swapped" binary: remove them, as a timed run would.
+        for rel in sorted(set(workspace.snapshot(target.build_dir)) - set(before)):
+            (target.build_dir / rel).unlink(missing_ok=True)
 
 
 def renormalize(evidence: EvidenceStore, captured: ev.ProfileCaptured, build_dir: str) -> bytes:

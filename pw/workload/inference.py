@@ -138,6 +138,7 @@ def _own_sources(workload: Path, decision: roots.RootDecision) -> tuple[list[str
 
 
 def infer_contract(workload: Path) -> tuple[Contract, list[str]]:
+    """A contract for a workload without a manifest, and the decisions that made it, one line each."""
     decision = roots.discover_root(workload)
     base = Path(decision.root)
     here = decision.workload_rel
@@ -147,77 +148,14 @@ def infer_contract(workload: Path) -> tuple[Contract, list[str]]:
     if decision.is_ancestor:
         decisions.append(f"root: {decision.reason} -> copy {base} (no .git, no build outputs) and build and run "
                          f"from {here}/ inside it")
-    build: list[Step] = []
     name = slug(workload.resolve().name)
     if "Makefile" in own or "makefile" in own:
-        build = [Step(argv=["make"], cwd=here, timeout_s=BUILD_TIMEOUT_S)]
-        decisions.append("build: Makefile found -> `make`")
-        if _has_make_target(base, files, "run", here):
-            run = Step(argv=["make", "-s", "run"], cwd=here, timeout_s=RUN_TIMEOUT_S)
-            decisions.append("run: Makefile has a `run` target -> `make -s run`")
-        else:
-            exe = _pick_executable(_trial_build(base, files, build, here), workload)
-            run = Step(argv=[f"./{exe}"], cwd=here, timeout_s=RUN_TIMEOUT_S)
-            decisions.append(f"run: no `run` target; the build produced {exe} -> `./{exe}` with no arguments")
+        build, run = _make_steps(workload, base, files, here, decisions)
     elif "CMakeLists.txt" in own:
-        build = [
-            Step(argv=["cmake", "-S", ".", "-B", "build", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], cwd=here,
-                 timeout_s=BUILD_TIMEOUT_S),
-            Step(argv=["cmake", "--build", "build", "--parallel"], cwd=here, timeout_s=BUILD_TIMEOUT_S),
-        ]
-        decisions.append("build: CMakeLists.txt found -> configure and build in build/ (RelWithDebInfo)")
-        exe = _pick_executable(_trial_build(base, files, build, here), workload)
-        run = Step(argv=[f"./{exe}"], cwd=here, timeout_s=RUN_TIMEOUT_S)
-        decisions.append(f"run: the build produced {exe} -> `./{exe}` with no arguments")
+        build, run = _cmake_steps(workload, base, files, here, decisions)
     else:
-        c_files = [f for f in own if f.endswith(C_SUFFIXES) and "/" not in f]
-        cxx_files = [f for f in own if f.endswith(CXX_SUFFIXES) and "/" not in f]
-        py_entry = next((f for f in ("main.py", "__main__.py") if f in own), None)
-        py_files = [f for f in own if f.endswith(".py") and "/" not in f]
-        src_pkgs = sorted({f.split("/")[1] for f in own if re.fullmatch(r"src/[A-Za-z_]\w*/__main__\.py", f)})
-        if len(c_files) + len(cxx_files) == 1:
-            src = (c_files or cxx_files)[0]
-            cc = _compiler(("cc", "gcc", "clang")) if c_files else _compiler(("c++", "g++", "clang++"))
-            if cc is None:
-                raise InputError(f"{workload}: found {src} but no C/C++ compiler on PATH")
-            exe = Path(src).stem
-            build = [Step(argv=[cc, "-O2", "-g", "-o", exe, src, "-lm"], cwd=here, timeout_s=BUILD_TIMEOUT_S)]
-            run = Step(argv=[f"./{exe}"], cwd=here, timeout_s=RUN_TIMEOUT_S)
-            decisions.append(f"build: lone source file {src} -> `{cc} -O2 -g -o {exe} {src} -lm`")
-            decisions.append(f"run: `./{exe}` with no arguments")
-        elif py_entry or len(py_files) == 1:
-            entry = py_entry or py_files[0]
-            # A package inside a parent package imports through it: its path entry is the root.
-            env = {"PYTHONPATH": os.path.relpath(".", here)} if any(
-                r.kind == "python parent package" for r in decision.references) else {}
-            run = Step(argv=["python3", entry], cwd=here, env=env, timeout_s=RUN_TIMEOUT_S)
-            decisions.append(f"run: Python entry point {entry} -> `python3 {entry}` with no arguments"
-                             + (f" (PYTHONPATH={env['PYTHONPATH']}, the root)" if env else ""))
-        elif len(src_pkgs) == 1:
-            pkg = src_pkgs[0]
-            run = Step(argv=["python3", "-m", pkg], cwd=(PurePosixPath(here) / "src").as_posix(),
-                       timeout_s=RUN_TIMEOUT_S)
-            decisions.append(f"run: src/ layout package {pkg} with a __main__.py -> `python3 -m {pkg}` from src/, "
-                             "no arguments")
-        else:
-            raise InputError(
-                f"{workload}: no profileweaver.json and nothing to infer from "
-                "(expected a Makefile, a CMakeLists.txt, one C/C++ file, a Python entry point or a src/ package "
-                "with __main__.py)"
-            )
-    if decision.is_ancestor:
-        editable, vendored = _own_sources(workload, decision)
-        if not editable:
-            raise InputError(f"{workload}: found no source file of its own to edit (only shared ones)")
-        shared_dirs = sorted({os.path.relpath(r.resolved, base) for r in decision.references})
-        decisions.append(f"source: editable files are the workload's own: {', '.join(editable)}")
-        decisions.append("source: never editable: the shared files outside it (" + ", ".join(shared_dirs)
-                         + ")" + (f" and the copies of them inside it ({', '.join(vendored)})" if vendored else ""))
-        source = Source(editable=editable, root=os.path.relpath(base, workload.resolve()))
-    else:
-        editable = sorted({g for g in EDITABLE_GLOBS if any(workload.glob(g))} or {"*"})
-        decisions.append(f"source: editable files are {', '.join(editable)}")
-        source = Source(editable=editable)
+        build, run = _lone_program_steps(workload, decision, own, decisions)
+    source = _inferred_source(workload, decision, decisions)
     decisions.append("metric: whole-process wall time")
     decisions.append(
         f"oracle: inferred (exit status 0 and stdout, stderr and files the run creates stable across two "
@@ -233,3 +171,88 @@ def infer_contract(workload: Path) -> tuple[Contract, list[str]]:
         oracle=Oracle(kind="stable", rtol=INFERRED_RTOL, atol=0.0),
     )
     return contract, decisions
+
+
+def _make_steps(workload: Path, base: Path, files: list[str], here: str,
+                decisions: list[str]) -> tuple[list[Step], Step]:
+    """`make`, then its `run` target or the one executable a trial build produced."""
+    build = [Step(argv=["make"], cwd=here, timeout_s=BUILD_TIMEOUT_S)]
+    decisions.append("build: Makefile found -> `make`")
+    if _has_make_target(base, files, "run", here):
+        decisions.append("run: Makefile has a `run` target -> `make -s run`")
+        return build, Step(argv=["make", "-s", "run"], cwd=here, timeout_s=RUN_TIMEOUT_S)
+    exe = _pick_executable(_trial_build(base, files, build, here), workload)
+    decisions.append(f"run: no `run` target; the build produced {exe} -> `./{exe}` with no arguments")
+    return build, Step(argv=[f"./{exe}"], cwd=here, timeout_s=RUN_TIMEOUT_S)
+
+
+def _cmake_steps(workload: Path, base: Path, files: list[str], here: str,
+                 decisions: list[str]) -> tuple[list[Step], Step]:
+    """Configure and build in build/, then the one executable a trial build produced."""
+    build = [
+        Step(argv=["cmake", "-S", ".", "-B", "build", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], cwd=here,
+             timeout_s=BUILD_TIMEOUT_S),
+        Step(argv=["cmake", "--build", "build", "--parallel"], cwd=here, timeout_s=BUILD_TIMEOUT_S),
+    ]
+    decisions.append("build: CMakeLists.txt found -> configure and build in build/ (RelWithDebInfo)")
+    exe = _pick_executable(_trial_build(base, files, build, here), workload)
+    decisions.append(f"run: the build produced {exe} -> `./{exe}` with no arguments")
+    return build, Step(argv=[f"./{exe}"], cwd=here, timeout_s=RUN_TIMEOUT_S)
+
+
+def _lone_program_steps(workload: Path, decision: roots.RootDecision, own: list[str],
+                        decisions: list[str]) -> tuple[list[Step], Step]:
+    """No build system: one C/C++ file compiled as it stands, a Python entry point, or a src/ package."""
+    here = decision.workload_rel
+    c_files = [f for f in own if f.endswith(C_SUFFIXES) and "/" not in f]
+    cxx_files = [f for f in own if f.endswith(CXX_SUFFIXES) and "/" not in f]
+    py_entry = next((f for f in ("main.py", "__main__.py") if f in own), None)
+    py_files = [f for f in own if f.endswith(".py") and "/" not in f]
+    src_pkgs = sorted({f.split("/")[1] for f in own if re.fullmatch(r"src/[A-Za-z_]\w*/__main__\.py", f)})
+    if len(c_files) + len(cxx_files) == 1:
+        src = (c_files or cxx_files)[0]
+        cc = _compiler(("cc", "gcc", "clang")) if c_files else _compiler(("c++", "g++", "clang++"))
+        if cc is None:
+            raise InputError(f"{workload}: found {src} but no C/C++ compiler on PATH")
+        exe = Path(src).stem
+        build = [Step(argv=[cc, "-O2", "-g", "-o", exe, src, "-lm"], cwd=here, timeout_s=BUILD_TIMEOUT_S)]
+        decisions.append(f"build: lone source file {src} -> `{cc} -O2 -g -o {exe} {src} -lm`")
+        decisions.append(f"run: `./{exe}` with no arguments")
+        return build, Step(argv=[f"./{exe}"], cwd=here, timeout_s=RUN_TIMEOUT_S)
+    if py_entry or len(py_files) == 1:
+        entry = py_entry or py_files[0]
+        # A package inside a parent package imports through it: its path entry is the root.
+        env = {"PYTHONPATH": os.path.relpath(".", here)} if any(
+            r.kind == "python parent package" for r in decision.references) else {}
+        decisions.append(f"run: Python entry point {entry} -> `python3 {entry}` with no arguments"
+                         + (f" (PYTHONPATH={env['PYTHONPATH']}, the root)" if env else ""))
+        return [], Step(argv=["python3", entry], cwd=here, env=env, timeout_s=RUN_TIMEOUT_S)
+    if len(src_pkgs) == 1:
+        pkg = src_pkgs[0]
+        decisions.append(f"run: src/ layout package {pkg} with a __main__.py -> `python3 -m {pkg}` from src/, "
+                         "no arguments")
+        return [], Step(argv=["python3", "-m", pkg], cwd=(PurePosixPath(here) / "src").as_posix(),
+                        timeout_s=RUN_TIMEOUT_S)
+    raise InputError(
+        f"{workload}: no profileweaver.json and nothing to infer from "
+        "(expected a Makefile, a CMakeLists.txt, one C/C++ file, a Python entry point or a src/ package "
+        "with __main__.py)"
+    )
+
+
+def _inferred_source(workload: Path, decision: roots.RootDecision, decisions: list[str]) -> Source:
+    """What may be edited: the workload's own files when its root is an ancestor (never the shared
+    ones, nor copies of them), else every source glob the workload has."""
+    base = Path(decision.root)
+    if decision.is_ancestor:
+        editable, vendored = _own_sources(workload, decision)
+        if not editable:
+            raise InputError(f"{workload}: found no source file of its own to edit (only shared ones)")
+        shared_dirs = sorted({os.path.relpath(r.resolved, base) for r in decision.references})
+        decisions.append(f"source: editable files are the workload's own: {', '.join(editable)}")
+        decisions.append("source: never editable: the shared files outside it (" + ", ".join(shared_dirs)
+                         + ")" + (f" and the copies of them inside it ({', '.join(vendored)})" if vendored else ""))
+        return Source(editable=editable, root=os.path.relpath(base, workload.resolve()))
+    editable = sorted({g for g in EDITABLE_GLOBS if any(workload.glob(g))} or {"*"})
+    decisions.append(f"source: editable files are {', '.join(editable)}")
+    return Source(editable=editable)

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 import msgspec
 
-from ledger.contract import Contract
+from ledger.contract import Contract, Metric, Oracle
 from ledger.errors import InputError
 from pw.export.validation import decode_as
 from pw.workload.root import check_ancestor, discover_root, is_ancestor_path, rebase
@@ -71,8 +71,17 @@ def _generator(gen, field: str, name: str) -> None:
 
 
 def check_contract(c: Contract, workload: Path, *, name: str) -> None:
-    """Cross-field rules: paths stay inside the workload, each oracle kind has what it needs."""
+    """Cross-field rules: paths stay inside the workload, each oracle kind has what it needs. The
+    checks run in this order, and the first that fails is the one line the user sees."""
     ancestor = is_ancestor_path(c.source.root)
+    _check_commands_and_paths(c, workload, ancestor, name)
+    _check_metric(c.metric, name)
+    _check_oracle(c.oracle, name)
+    _check_files_exist(c, workload if ancestor else workload / c.source.root, name)
+
+
+def _check_commands_and_paths(c: Contract, workload: Path, ancestor: bool, name: str) -> None:
+    """Every command's argv and environment, the oracle's generators, and every path relative."""
     if ancestor or PurePosixPath(c.source.root).is_absolute():
         # the project's root above the workload; every other path stays relative to the workload
         check_ancestor(c.source.root, workload, name)
@@ -98,31 +107,38 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
     _relative(c.run.cwd, "run.cwd", name)
     for i, item in enumerate(c.inputs):
         _relative(item, f"inputs[{i}]", name)
-    if c.metric.kind == "operation" and not (c.metric.operation or "").strip():
+
+
+def _check_metric(m: Metric, name: str) -> None:
+    """An operation metric names its operation; a region metric names exactly one way to read it."""
+    if m.kind == "operation" and not (m.operation or "").strip():
         raise InputError(f"{name}: metric.operation: expected the function or kernel to judge when kind is 'operation'")
-    given = [f for f in ("timer", "pattern", "json_key") if getattr(c.metric, f)]
-    if c.metric.kind != "roi" and given:
+    given = [f for f in ("timer", "pattern", "json_key") if getattr(m, f)]
+    if m.kind != "roi" and given:
         raise InputError(f"{name}: metric.{given[0]}: expected only with kind 'roi' (a region the program times), "
-                         f"got kind {c.metric.kind!r}")
-    if c.metric.kind == "roi":
-        if not given:
-            raise InputError(f"{name}: metric: expected 'timer' (the label of a timer line the program prints, "
-                             "e.g. \"GPU Runtime\"), 'pattern' or 'json_key' when kind is 'roi'")
-        if len(given) > 1:
-            raise InputError(f"{name}: metric: expected one of 'timer', 'pattern' or 'json_key', got "
-                             + " and ".join(repr(f) for f in given))
-        if c.metric.timer is not None and (not c.metric.timer.strip(" :") or "\n" in c.metric.timer
-                                           or "\x00" in c.metric.timer):
-            raise InputError(f"{name}: metric.timer: expected the label of one output line (e.g. \"GPU Runtime\"), "
-                             f"got {c.metric.timer!r}")
-        if c.metric.pattern:
-            try:
-                compiled = re.compile(c.metric.pattern)
-            except re.error as exc:
-                raise InputError(f"{name}: metric.pattern: expected a regular expression ({exc})") from None
-            if compiled.groups < 1:
-                raise InputError(f"{name}: metric.pattern: expected one capture group around the number")
-    o = c.oracle
+                         f"got kind {m.kind!r}")
+    if m.kind != "roi":
+        return
+    if not given:
+        raise InputError(f"{name}: metric: expected 'timer' (the label of a timer line the program prints, "
+                         "e.g. \"GPU Runtime\"), 'pattern' or 'json_key' when kind is 'roi'")
+    if len(given) > 1:
+        raise InputError(f"{name}: metric: expected one of 'timer', 'pattern' or 'json_key', got "
+                         + " and ".join(repr(f) for f in given))
+    if m.timer is not None and (not m.timer.strip(" :") or "\n" in m.timer or "\x00" in m.timer):
+        raise InputError(f"{name}: metric.timer: expected the label of one output line (e.g. \"GPU Runtime\"), "
+                         f"got {m.timer!r}")
+    if m.pattern:
+        try:
+            compiled = re.compile(m.pattern)
+        except re.error as exc:
+            raise InputError(f"{name}: metric.pattern: expected a regular expression ({exc})") from None
+        if compiled.groups < 1:
+            raise InputError(f"{name}: metric.pattern: expected one capture group around the number")
+
+
+def _check_oracle(o: Oracle, name: str) -> None:
+    """Each oracle kind has the fields it compares by, and its paths are relative."""
     if o.streams is not None:
         if o.kind != "stable":
             raise InputError(f"{name}: oracle.streams: expected only with kind 'stable', got kind {o.kind!r}")
@@ -138,7 +154,11 @@ def check_contract(c: Contract, workload: Path, *, name: str) -> None:
         value = getattr(o, field)
         if value:
             _relative(value, f"oracle.{field}", name)
-    root = workload if ancestor else workload / c.source.root
+
+
+def _check_files_exist(c: Contract, root: Path, name: str) -> None:
+    """The source root, the oracle's reference files and a file for every editable glob exist."""
+    o = c.oracle
     if not root.is_dir():
         raise InputError(f"{name}: source.root: expected a directory inside the workload, got {c.source.root!r}")
     for i, h in enumerate(o.holdout):

@@ -427,6 +427,13 @@ class _LoopWalk:
                      f"{ast.unparse(outer[2])} (line {outer[3]})", len(stack) + 1, ast.unparse(iterable))
         return [*stack, entry]
 
+    def visit_loop_body(self, node, inner, stack) -> None:
+        """A loop's body runs inside it; its ``else`` runs once, after it."""
+        for child in node.body:
+            self.visit(child, inner)
+        for child in node.orelse:
+            self.visit(child, stack)
+
     def visit(self, node, stack) -> None:
         visit = self.visit
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
@@ -437,17 +444,11 @@ class _LoopWalk:
             visit(node.iter, stack)  # evaluated once, outside the loop
             inner = self.enter(node, node.iter, _first_name(node.target), stack, node.lineno)
             visit(node.target, inner)
-            for child in node.body:
-                visit(child, inner)
-            for child in node.orelse:
-                visit(child, stack)
+            self.visit_loop_body(node, inner, stack)
         elif isinstance(node, ast.While):
             inner = self.enter(node, None, None, stack, node.lineno)
             visit(node.test, inner)
-            for child in node.body:
-                visit(child, inner)
-            for child in node.orelse:
-                visit(child, stack)
+            self.visit_loop_body(node, inner, stack)
         elif isinstance(node, ast.comprehension):
             return  # handled by the comprehension itself
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
