@@ -99,7 +99,7 @@ def startup(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet) -> Startu
     candidate's. The candidate's runs enter it only through that last bound (its timed median: the
     speed it claims), so a candidate that behaves differently when profiled still shows in its own
     total.
-    None for launched profilers, exact counters, sample counts, missing timed runs and rules <= 7."""
+    None for launched profilers, exact counters, sample counts, missing timed runs and gate rules up to 7."""
     totals = _sampled_totals(d)
     if (not rs.startup_offset or c is None or c.baseline_launched or c.candidate_launched or d.metric not in _SECONDS_METRICS
             or totals is None):
@@ -125,7 +125,7 @@ def startup(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet) -> Startu
 
 def startup_offset(c: ProfileConsistency | None, d: ProfileDiff, rs: RuleSet) -> float:
     """Rules 9: the start-up seconds of each run outside a profiler-inside-the-sandbox's work
-    (``startup``); 0 where there is no such profiler or rules <= 7."""
+    (``startup``); 0 where there is no such profiler or under gate rules up to 7."""
     st = startup(c, d, rs)
     return st.offset if st is not None else 0.0
 
