@@ -104,21 +104,18 @@ def test_confirm_without_fresh_launches_no_process(matmul_interchange, tmp_path,
 
 
 @pytest.mark.slow
-def test_a_candidate_is_profiled_on_a_fresh_input_like_a_timed_pairs(matmul_interchange):
-    """Never on the manifest's own argv, which no timed pair runs: a program could tell its
-    profiled runs by it. The baseline keeps the manifest's."""
-    captures = [e.data for e in ledger_events(matmul_interchange) if isinstance(e.data, ev.ProfileCaptured)
-                and e.data.adapter == "perf"]
-    manifest = ["./matmul", "720", "1"]
-
-    def argv(capture) -> list[str]:
-        return capture.command[-3:]
-
-    assert any(argv(c) == manifest for c in captures if c.target == "baseline")
-    mine = [argv(c) for c in captures if c.target == "a" and c.reused_from is None]
-    assert mine and all(a[:2] == ["./matmul", "720"] and a != manifest for a in mine), mine
-    assert not [e for e in ledger_events(matmul_interchange)
-                if isinstance(e.data, ev.FaultRecorded) and e.data.target == "a"]
+def test_every_profiled_timed_pair_runs_a_fresh_input_never_the_manifests(matmul_interchange):
+    """Never on the manifest's own argv, which the oracle and `pw start` ran: a program could tell
+    its timed (and so its profiled) runs by it. Both arms of a pair run the same fresh input."""
+    events = ledger_events(matmul_interchange)
+    manifest = next(e.data for e in events if isinstance(e.data, ev.RunStarted)).contract.run.argv
+    timing = next(e.data for e in events if isinstance(e.data, ev.TimingRecorded) and "a" in e.data.targets)
+    assert timing.profiler is not None and timing.profiler.adapter == "perf"
+    inputs = timing.conditions.pair_inputs
+    assert len(inputs) == len(timing.samples["a"]), inputs
+    assert all(argv[:2] == manifest[:2] and argv != manifest for argv in inputs), inputs
+    assert len({tuple(argv) for argv in inputs}) == len(inputs)  # one fresh seed per pair
+    assert not [e for e in events if isinstance(e.data, ev.FaultRecorded) and e.data.target == "a"]
 
 
 @pytest.mark.slow
@@ -147,22 +144,6 @@ def test_confirm_fresh_runs_a_new_confirmation_campaign(matmul_interchange, tmp_
             if isinstance(e.data, ev.TimingRecorded) and e.data.purpose == "confirmation"]
     assert confirmed[0].timing_seq == seqs[-1]
     assert out["status"] == confirmed[0].status
-
-
-@pytest.mark.slow
-def test_a_reprofiles_runs_share_one_fresh_input_that_no_timed_pair_told_apart(matmul_interchange):
-    """The candidate is profiled on a fresh input drawn like a timed pair's (never the manifest's
-    argv, which only the baseline's own runs use), one input for every profiled run of its
-    reprofile: its expected output then costs one baseline run, however many runs the sizing takes."""
-    events = ledger_events(matmul_interchange)
-    manifest = next(e.data for e in events if isinstance(e.data, ev.RunStarted)).contract.run.argv
-    runs = [e.data for e in events if isinstance(e.data, ev.ProfileCaptured) and e.data.target == "a"
-            and e.data.adapter == "perf" and e.data.reused_from is None]
-    assert runs, "the interchange was reprofiled"
-    commands = {tuple(c.command[c.command.index("<launcher>") + 1:]) for c in runs}
-    assert len(commands) == 1, commands
-    argv, = commands
-    assert list(argv) != list(manifest) and len(argv) == len(manifest), (argv, manifest)
 
 
 @pytest.mark.slow

@@ -18,12 +18,13 @@ Dishonest rewrites of matmul-c (docs/red-team.md, "one kind of run"):
 - `nonhot`: a real saving in fill_matrix, not in the hotspot, claimed as the interchange;
 - `profiled`: skips the multiply when its parent is a profiler and runs a genuine interchange
   otherwise; perf wraps the sandbox from outside, so it can never tell and is the interchange;
+- `seedtell`: red team s8's switch on the manifest's seed, which profiled runs used to run;
 - particles-aos-c `lazy`: work moved after the region of interest; suite gemm `buf`: the interchange
   with a buffered dump riding on it (red team s6).
 Honest rewrites: matmul-c's interchange (the hotspot alone: no hybrid arm), the interchange plus the
 hoist (beyond the hotspot: the hybrid arm carries the saving), pyloop's dict, series-c's table,
 particles-aos-c's SoA (coupled: judged by changed-code attribution), lu-init-c's partial sums
-(the kernel's own cost: set-up is 80% of the run).
+(the kernel's own cost: set-up is 80% of the run), the suite gemm's interchange (no manifest).
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def test_a_change_beyond_the_hotspot_is_verified_by_the_hybrid_arm_carrying_the_
 
 
 @pytest.mark.parametrize(("workload", "cid"), [("pyloop", "dict"), ("series-c", "table"),
-                                               ("particles-aos-c", "soa"), ("lu-init-c", "partial-sums")])
+                                               ("particles-aos-c", "soa"), ("lu-init-c", "partial-sums"),
+                                               ("gemm", "inter")])
 def test_honest_rewrites_of_the_bundled_workloads_are_verified(runs, workload, cid):
     judged, envelopes = rejudge(runs[workload], cid)
     assert judged.verdict.status == "verified", judged.verdict.reasons
@@ -135,8 +137,8 @@ def test_the_initialisation_heavy_workload_is_judged_on_its_kernel_with_the_whol
 
 
 @pytest.mark.parametrize(("workload", "cid"), [("matmul-c", "misattr"), ("matmul-c", "mcal"),
-                                               ("matmul-c", "nonhot"), ("particles-aos-c", "lazy"),
-                                               ("gemm", "buf")])
+                                               ("matmul-c", "nonhot"), ("matmul-c", "seedtell"),
+                                               ("particles-aos-c", "lazy"), ("gemm", "buf")])
 def test_a_saving_from_elsewhere_claimed_as_the_hotspots_is_not_verified(runs, workload, cid):
     judged, _ = rejudge(runs[workload], cid)
     assert judged.verdict.status != "verified", judged.verdict.reasons

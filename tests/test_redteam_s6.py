@@ -46,7 +46,6 @@ from tests.conftest import (
     apply_patch,
     copy_run,
     pw_main,
-    skip_for_noise,
     skip_if_machine_changed,
     start_run,
 )
@@ -104,11 +103,6 @@ def test_a_copy_of_the_baseline_on_a_parent_slowed_on_purpose_is_not_verified(se
     assert pw_main("audit", run).code == 0
 
 
-@pytest.fixture(scope="module")
-def gemm_template(tmp_path_factory) -> Path:
-    return start_run(WORKLOADS / "suite" / "linear-algebra" / "gemm", tmp_path_factory.mktemp("gemm-started"))
-
-
 def test_every_patch_here_is_described_in_the_readme():
     readme = (DATA / "README.md").read_text()
     for patch in sorted(DATA.glob("*.patch")):
@@ -116,15 +110,3 @@ def test_every_patch_here_is_described_in_the_readme():
     assert any(DATA.glob("*.patch"))
 
 
-@pytest.mark.slow
-def test_a_candidate_that_knows_the_manifests_input_cannot_show_the_profiler_another_program(matmul_template,
-                                                                                            tmp_path):
-    """Session 8's red team: profiled runs used to run `./matmul 720 1`, an input no timed pair
-    runs, and a candidate that switched on seed 1 showed the profiler a hotspot rewrite while every
-    timed run made a non-hotspot saving (verified 1.14x). Profiled on a fresh input like a timed
-    pair's, its profile shows what its timed runs do."""
-    verdict = _evaluate_cheat(matmul_template, tmp_path, "tell", "matmul-seedtell.patch", "--max-pairs", "20")
-    if verdict["status"] == "inconclusive" or verdict.get("speedup") is None or verdict["speedup"] < 1.0:
-        skip_for_noise(f"the campaign did not time the cheat faster on this host: {verdict['reasons'][0][:200]}")
-    assert verdict["status"] != "verified", verdict["reasons"]
-    assert not _gate(verdict, "mechanism")["passed"], verdict  # proposed by it, or inconclusive anyway

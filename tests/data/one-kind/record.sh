@@ -7,7 +7,8 @@
 #   red team 1's misattributions (plain and calibrated), a saving outside the hotspot, and a program
 #   that skips the multiply when it thinks it is profiled (tests/data/cheats, tests/data/redteam);
 #   one honest rewrite each of pyloop, series-c, particles-aos-c and lu-init-c; particles' work moved
-#   after its region of interest and the suite gemm's interchange with a buffered dump (red team s6).
+#   after its region of interest, the suite gemm's interchange alone and with a buffered dump, and a
+#   program that knows the manifest's input (red team s6).
 # Usage: bash tests/data/one-kind/record.sh OUT_DIR  (from the repository root)
 set -u
 OUT=${1:?out dir}
@@ -46,7 +47,8 @@ prep misattr "loop interchange" tests/data/redteam/misattr.patch
 prep mcal "loop interchange" tests/data/redteam/misattr-calibrated.patch
 prep nonhot "loop interchange" tests/data/candidates/matmul-c/non-hotspot.patch
 copy profiled "loop interchange" tests/data/cheats/matmul-c/class1-profiled-run.c
-evaluate interchange both helper keyring interrupts misattr mcal nonhot profiled
+prep seedtell "loop interchange" tests/data/redteam-s6/matmul-seedtell.patch
+evaluate interchange both helper keyring interrupts misattr mcal nonhot profiled seedtell
 
 start pyloop
 prep dict "a dict replaces the list scan" workloads/pyloop/candidates/dict.patch
@@ -60,7 +62,9 @@ prep lazy "structure of arrays" tests/data/redteam-s6/particles-lazy-roi.patch
 evaluate soa lazy
 start suite/linear-algebra/gemm
 prep buf "loop interchange" tests/data/redteam-s6/gemm-interchange-plus-buffered-dump.patch
-evaluate buf
+$PW prepare "$RUN" --candidate "inter:baseline:loop interchange" > /dev/null &&
+  patch -s -p1 -d "$RUN/candidates/inter/src/linear-algebra/gemm" < workloads/suite/candidates/gemm-interchange.patch
+evaluate inter buf
 start lu-init-c
 prep partial-sums "partial sums in the kernel's inner loop" workloads/lu-init-c/candidates/partial-sums.patch
 evaluate partial-sums
