@@ -33,13 +33,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 RECORDED = ROOT / "tests" / "data" / "load-aa" / "pairs.json"
-THRESHOLDS = (None, 0.30, 0.20, 0.15, 0.10, 0.05)
+THRESHOLDS = (None, 0.30, 0.20, 0.15, 0.10, 0.05)  # pw.campaign/3's admission, for comparison
 
 
 def record(pairs: int, load: float, out: Path) -> None:
-    from ledger import events as ev
+    from pw.agent.source import regions
     from pw.app import campaign
-    from pw.app.profiled import profiling_for
+    from pw.app.profiled import profiling_for, tree_files
     from pw.app.run import RunHandle
     from pw.app.targets import baseline_target
     from pw.workload import steps as execute
@@ -55,8 +55,8 @@ def record(pairs: int, load: float, out: Path) -> None:
                               files=base.files, hidden=base.hidden)
         shutil.copytree(base.build_dir, copy.build_dir, symlinks=True)
         hot = state.hotspot
-        side = ev.CodeSide(operations=[hot.name])
-        attribution = ev.Attribution(hotspot_operation=hot.operation, hotspot=side, changed=side, reach=side)
+        files = tree_files(base.src_dir, base.files)  # the hotspot's code in both arms, as a campaign reads it
+        attribution = regions.attribution(hot.operation, hot.name, hot.file, files, files, b"")
         profiling = profiling_for(handle, state, base, [copy], attribution)
         gen = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "loadgen.py"), "--cpus", str(load),
                                 "--seconds", "7200"], start_new_session=True)
@@ -79,40 +79,76 @@ def record(pairs: int, load: float, out: Path) -> None:
         shutil.rmtree(runs, ignore_errors=True)
 
 
+HONEST_SAVING = 0.15  # the A/B column: this share of every candidate run taken out of its hotspot
+
+
+def _with_saving(samples: dict[str, list[float]], cid: str, saving: float) -> dict[str, list[float]]:
+    """The A/A stream with an honest saving planted in the candidate arm: ``saving`` of each of its
+    runs taken out of its hotspot's part (wall, metric and hotspot seconds alike)."""
+    out = dict(samples)
+    cut = [saving * w for w in samples[cid]]
+    out[cid] = [w - c for w, c in zip(samples[cid], cut)]
+    out[f"{cid}:wall_s"] = [w - c for w, c in zip(samples[f"{cid}:wall_s"], cut)]
+    out[f"{cid}:hot_s"] = [max(0.0, h - c) for h, c in zip(samples[f"{cid}:hot_s"], cut)]
+    return out
+
+
+def _campaign(cut: dict, labels, params, cpus: int, rule: str, threshold: float | None):
+    from pw.rules.stopping import judged_samples, look_of_samples
+    from pw.stats.adaptive import is_look
+
+    look = None
+    for n in range(1, params.max_pairs + 1):
+        if not is_look(n, params):
+            continue
+        prefix = judged_samples({k: v[:n] for k, v in cut.items()}, rule, labels, cpus, "wall_time_s")
+        look = look_of_samples(prefix, labels, params, 0.0, cpus=cpus, max_imbalance=threshold, fraction=0.5)
+        if look.stop:
+            break
+    return look
+
+
 def replay(path: Path, step: int, window: int) -> dict:
+    """Each row: a rule (pw.campaign/3 at a threshold, or /4) over campaigns cut from the stream; A/A
+    as recorded, and A/B with an honest saving planted (``_with_saving``)."""
+    import numpy as np
     from scipy.stats import beta
 
-    from pw.rules.stopping import look_of_samples
-    from pw.stats.adaptive import CampaignParams, is_look
+    from pw.rules.contention import admitted_pairs
+    from pw.rules.stopping import judged_samples
+    from pw.stats.adaptive import CampaignParams
 
     doc = json.loads(path.read_text())
     samples, (ref, cid) = doc["samples"], doc["labels"]
+    labels = (ref, None, cid)
     n_all = len(samples[ref])
     params = CampaignParams(max_pairs=window)
+    planted = _with_saving(samples, cid, HONEST_SAVING)
     rows = {}
-    for threshold in THRESHOLDS:
-        faster = verified = total = pairs_used = aside = 0
+    for rule, threshold in [("pw.campaign/3", t) for t in THRESHOLDS] + [("pw.campaign/4", None)]:
+        faster = verified = honest = total = pairs_used = aside = 0
         for start in range(0, n_all - window + 1, step):
             cut = {k: v[start:start + window] for k, v in samples.items()}
-            look = None
-            for n in range(1, window + 1):
-                if not is_look(n, params):
-                    continue
-                look = look_of_samples({k: v[:n] for k, v in cut.items()}, (ref, None, cid), params, 0.0,
-                                       cpus=doc["cpus"], max_imbalance=threshold, fraction=0.5)
-                if look.stop:
-                    break
+            look = _campaign(cut, labels, params, doc["cpus"], rule, threshold)
             total += 1
             pairs_used += look.n_pairs
             aside += look.n_pairs - (look.admitted or 0)
             if look.reason == "faster":
                 faster += 1
                 verified += look.mechanism == "carried"
+            ab = _campaign({k: v[start:start + window] for k, v in planted.items()}, labels, params, doc["cpus"],
+                           rule, threshold)
+            honest += ab.reason == "faster" and ab.mechanism == "carried"
+        whole = judged_samples(samples, rule, labels, doc["cpus"], "wall_time_s")
+        kept = admitted_pairs(whole, [ref, cid], doc["cpus"], threshold)
+        d = np.log(np.asarray(whole[ref])[kept] / np.asarray(whole[cid])[kept])
         lo, hi = (beta.ppf(0.025, verified, total - verified + 1) if verified else 0.0,
                   beta.ppf(0.975, verified + 1, total - verified) if verified < total else 1.0)
-        rows[threshold] = {"campaigns": total, "false_faster": faster / total, "false_verified": verified / total,
-                           "false_verified_low": lo, "false_verified_high": hi, "mean_pairs": pairs_used / total,
-                           "set_aside": aside / max(1, pairs_used)}
+        name = "/4 wait out" if rule == "pw.campaign/4" else ("/3 none" if threshold is None else f"/3 {threshold:.2f}")
+        rows[name] = {"campaigns": total, "false_faster": faster / total, "false_verified": verified / total,
+                      "false_verified_low": lo, "false_verified_high": hi, "mean_pairs": pairs_used / total,
+                      "set_aside": aside / max(1, pairs_used), "pair_sd": float(np.std(d, ddof=1)),
+                      "honest_verified": honest / total}
     return {"doc": doc, "rows": rows}
 
 
@@ -137,23 +173,24 @@ def main(argv: list[str] | None = None) -> int:
     doc, rows = out["doc"], out["rows"]
     print(f"A/A pairs of {doc['workload']} under a load of {doc['load_cpus']} CPUs ({doc['pairs']} pairs recorded, "
           f"{doc['cpus']} CPUs); campaigns of at most {args.window} pairs")
-    print(f"{'threshold':>10} {'campaigns':>9} {'false faster':>12} {'false verified [95% CI]':>26} "
-          f"{'mean pairs':>10} {'set aside':>9}")
-    for t, r in rows.items():
-        name = "none" if t is None else f"{t:.2f}"
-        print(f"{name:>10} {r['campaigns']:>9} {r['false_faster']:>12.3f} {r['false_verified']:>10.3f} "
-              f"[{r['false_verified_low']:.3f}, {r['false_verified_high']:.3f}] {r['mean_pairs']:>10.1f} "
-              f"{r['set_aside']:>9.2f}")
+    print(f"{'rule':>12} {'campaigns':>9} {'false faster':>12} {'false verified [95% CI]':>26} {'pair SD':>8} "
+          f"{'honest 15%':>10} {'mean pairs':>10} {'set aside':>9}")
+    for name, r in rows.items():
+        print(f"{name:>12} {r['campaigns']:>9} {r['false_faster']:>12.3f} {r['false_verified']:>10.3f} "
+              f"[{r['false_verified_low']:.3f}, {r['false_verified_high']:.3f}] {r['pair_sd']:>8.3f} "
+              f"{r['honest_verified']:>10.3f} {r['mean_pairs']:>10.1f} {r['set_aside']:>9.2f}")
     from pw.rules.contention import MAX_LOAD_IMBALANCE
 
-    chosen = rows[MAX_LOAD_IMBALANCE] if MAX_LOAD_IMBALANCE in rows else rows[THRESHOLDS[-1]]
-    print(f"threshold={MAX_LOAD_IMBALANCE}")
-    print(f"aa_false_verified={chosen['false_verified']:.4f}")
-    print(f"aa_false_verified_high={chosen['false_verified_high']:.4f}")
-    print(f"aa_false_faster={chosen['false_faster']:.4f}")
-    print(f"aa_false_faster_unbalanced={rows[None]['false_faster']:.4f}")
-    print(f"aa_set_aside={chosen['set_aside']:.4f}")
-    print(f"aa_campaigns={chosen['campaigns']}")
+    now, before = rows["/4 wait out"], rows[f"/3 {MAX_LOAD_IMBALANCE:.2f}"]
+    print(f"aa_false_verified={now['false_verified']:.4f}")
+    print(f"aa_false_verified_high={now['false_verified_high']:.4f}")
+    print(f"aa_false_faster={now['false_faster']:.4f}")
+    print(f"aa_pair_sd={now['pair_sd']:.4f}")
+    print(f"aa_pair_sd_unadjusted={rows['/3 none']['pair_sd']:.4f}")
+    print(f"honest15_verified={now['honest_verified']:.4f}")
+    print(f"honest15_verified_campaign3_threshold_{MAX_LOAD_IMBALANCE:.2f}={before['honest_verified']:.4f}")
+    print(f"aa_set_aside_campaign3_threshold_{MAX_LOAD_IMBALANCE:.2f}={before['set_aside']:.4f}")
+    print(f"aa_campaigns={now['campaigns']}")
     return 0
 
 

@@ -17,6 +17,7 @@ DATA = ROOT / "tests" / "data"
 QUICK: dict[str, list[str]] = {
     "adapter_overhead.py": ["--quick"],
     "compare_streams.py": ["--lines", "2000", "--repeat", "1"],
+    "evaluate_wall.py": ["--quick"],
     "gpu_overhead.py": ["--from-log", str(DATA / "gpu-capture-raw.log")],
     "kernel_profile.py": ["--recorded"],
     "ledger.py": ["--events", "2000", "--fsync-events", "50", "--help-runs", "1"],

@@ -1,7 +1,7 @@
 """Adaptive timing campaigns: blocks of interleaved pairs until the stopping rule says stop.
 
-The controller is `pw.stats.adaptive.run_looks` with the looks of `pw.rules.stopping` (pw.campaign/3:
-the pairs the load admits, the speedup, and the mechanism on the same pairs); this shell gives it
+The controller is `pw.stats.adaptive.run_looks` with the looks of `pw.rules.stopping` (pw.campaign/4:
+the speedup and the mechanism on the same pairs, each run's time less its wait for a CPU); this shell gives it
 real pairs through `campaign.run_pairs`, one block at a time from the campaign's single seeded
 order, and records the part as one TimingRecorded whose `campaign` says which looks were taken,
 what each said and why the part stopped.
@@ -19,8 +19,7 @@ from ledger.contract import Sampling
 from ledger.errors import InputError
 from pw.app import campaign
 from pw.rules import stopping
-from pw.rules.contention import MAX_LOAD_IMBALANCE
-from pw.stats.adaptive import CampaignParams, progress_line, run_looks
+from pw.stats.adaptive import CAMPAIGN_RULE, CampaignParams, progress_line, run_looks
 from pw.workload import steps as execute
 
 # Confirmation is stricter: it never stops before this many pairs (a lucky first block cannot confirm).
@@ -68,7 +67,7 @@ def run_adaptive(
     hybrid: execute.Target | None = None,
     cpus: int = 1,
 ) -> campaign.CampaignResult:
-    """One part of an adaptive campaign (pw.campaign/3); `earlier` (all parts so far, merged) and
+    """One part of an adaptive campaign (pw.campaign/4); `earlier` (all parts so far, merged) and
     `continues` (the seq of the last of them) for a continuation. With ``profiling`` every timed run
     is profiled and, when it carries an attribution, the campaign decides the mechanism too."""
     blocks: list[ev.TimingRecorded] = []
@@ -93,9 +92,12 @@ def run_adaptive(
         blocks.append(result.timing)
         return result.timing.samples
 
+    metric = f"{contract.metric.kind}_time_s"  # as campaign.run_pairs records it
+
     def decide(series: dict[str, list[float]], elapsed: float):
-        return stopping.look_of_samples(series, labels, params, elapsed, cpus=cpus,
-                                        max_imbalance=MAX_LOAD_IMBALANCE, fraction=fraction)
+        judged = stopping.judged_samples(series, CAMPAIGN_RULE, labels, cpus, metric)
+        return stopping.look_of_samples(judged, labels, params, elapsed, cpus=cpus, max_imbalance=None,
+                                        fraction=fraction)
 
     def on_look(look) -> None:
         status[0] = progress_line(look, params)
@@ -108,6 +110,6 @@ def run_adaptive(
     if aborted:
         return campaign.CampaignResult(None, failure[0], sorted(side))
     merged = stopping.merge(blocks)
-    record = stopping.record_of(params, looks, looks[-1].kind, continues, max_load_imbalance=MAX_LOAD_IMBALANCE,
-                                mechanism_fraction=fraction, cpus=cpus)
+    record = stopping.record_of(params, looks, looks[-1].kind, continues, mechanism_fraction=fraction, cpus=cpus,
+                                rule=CAMPAIGN_RULE)
     return campaign.CampaignResult(msgspec.structs.replace(merged, campaign=record), None, sorted(side))

@@ -140,3 +140,54 @@ def admitted_pairs(samples: dict[str, list[float]], labels: list[str], cpus: int
     if max_imbalance is None or any(x is None or len(x) != n for x in loads):
         return [True] * n
     return [max(x[i] for x in loads) - min(x[i] for x in loads) <= max_imbalance for i in range(n)]  # type: ignore[index]
+
+
+# --- pw.campaign/4: the program's own time --------------------------------------------------------
+#
+# Admission by balance was measured against taking the wait out of each run: 240 A/A pairs of
+# matmul-c under the load generator at 1.5 CPUs (tests/data/load-aa/pairs.json) spread 19.7% per pair
+# in log wall time, and the pair's log ratio followed its arms' load difference (correlation 0.81).
+# Setting unbalanced pairs aside at 0.15 kept 150 pairs at 13.2%; subtracting each run's own measured
+# wait for a CPU kept all 240 at 11.4% (three times the information), and after it no admission
+# threshold narrowed the spread further (0.114-0.121 for 47-100% of the pairs). So a campaign under
+# pw.campaign/4 judges the time each run could run: its wall time less the time its program waited
+# for a CPU (the launcher's run queue, and the hypervisor's steal spread over the CPUs), for the
+# metrics pw measures itself (the whole run, and an operation's share of it); a region the program
+# times by its own clock is taken as it is. On a quiet host the wait is ~0 and nothing changes.
+
+# Metrics whose seconds are the launcher's wall time or a profile's share of it.
+WAIT_REMOVABLE = ("wall_time_s", "operation_time_s")
+# Per-run series measured in seconds of the run's wall time (``{label}:{key}``).
+_WALL_SCALED = ("wall_s", "hot_s", "reach_s")
+
+
+def running_share(samples: dict[str, list[float]], label: str, cpus: int) -> list[float] | None:
+    """Each run's share of its wall time in which it was not waiting for a CPU, or None where the
+    runs did not record their wait."""
+    walls = samples.get(f"{label}:{WALL}")
+    if not walls:
+        return None
+    n, cpus = len(walls), max(1, cpus)
+    waits = _per_run(samples, label, RUN_QUEUE, n)
+    if waits is None:
+        return None
+    steals = _per_run(samples, label, STEAL, n) or [0.0] * n
+    return [min(1.0, max(0.0, 1.0 - (w + max(0.0, s) / cpus) / t)) if t > 0 else 1.0
+            for w, s, t in zip(waits, steals, walls, strict=True)]
+
+
+def without_wait(samples: dict[str, list[float]], labels: list[str], cpus: int, metric: str) -> dict[str, list[float]]:
+    """The samples with every arm's times taken as the time its runs could run (the comment above):
+    the metric itself (when pw measured it) and each run's wall, hotspot and reach seconds are scaled
+    by the run's running share; everything else is as recorded."""
+    out = dict(samples)
+    for label in labels:
+        share = running_share(samples, label, cpus)
+        if share is None:
+            continue
+        keys = [f"{label}:{k}" for k in _WALL_SCALED] + ([label] if metric in WAIT_REMOVABLE else [])
+        for key in keys:
+            values = samples.get(key)
+            if values is not None and len(values) == len(share):
+                out[key] = [round(v * f, 9) for v, f in zip(values, share, strict=True)]
+    return out

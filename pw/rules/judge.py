@@ -25,6 +25,7 @@ from pw.rules import gates_reprofiled as gr
 from pw.rules import stopping
 from pw.rules.rulesets import GATE_RULES, RuleSet, rule_set
 from pw.rules.verdict import reach_verdict
+from pw.stats.adaptive import PAIRED_RULES
 
 
 class Judgement(msgspec.Struct, frozen=True):
@@ -123,8 +124,10 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
         own = cand_prof[1].adapter if cand_prof is not None else first
         cand_diag = _latest(attempt, lambda d: isinstance(d, ev.ProfileNormalized) and d.target == cid
                             and d.adapter not in ("ncu", own))
-    if timing is not None:  # every part of an adaptive campaign, as one
-        timing = (timing[0], stopping.merged_timing(items, *timing))
+    if timing is not None:  # every part of an adaptive campaign, as one, as its rule reads it
+        started = baseline(ev.RunStarted)
+        cpus = started[1].host.cpus if started is not None else 1
+        timing = (timing[0], stopping.judged_timing(stopping.merged_timing(items, *timing), cpus))
     # A chained candidate is timed against its parent: the parent's build and profile are the reference.
     ref = timing[1].targets[0] if timing else "baseline"
     base_prof = None
@@ -686,7 +689,7 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     ref, base_build = _judged_reference(rs, s, envelopes)
     roi = contract.metric.kind in ("roi", "operation")
     if rs.evidence == "pairs" and timing is not None and timing[1].campaign is not None \
-            and timing[1].campaign.rule == "pw.campaign/3":
+            and timing[1].campaign.rule in PAIRED_RULES:
         from pw.rules.judge_pairs import admitted_analysis
 
         analysis = admitted_analysis(timing[1], cid, s.run[1].host.cpus)

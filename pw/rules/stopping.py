@@ -18,6 +18,7 @@ from ledger import events as ev
 from pw.stats.adaptive import (
     CAMPAIGN_RULE,
     CAMPAIGN_RULES,
+    PAIRED_RULES,
     CampaignParams,
     RecordedLook,
     campaign_look,
@@ -121,6 +122,7 @@ _INTERVAL_OF_RULE = {
     "pw.campaign/1": "running intersection",
     "pw.campaign/2": "at the last look",
     "pw.campaign/3": "at the last look, over the pairs the load admitted",
+    "pw.campaign/4": "at the last look, on the time each run could run",
 }
 
 
@@ -170,7 +172,7 @@ def stop_divergence(seq: int, timing: ev.TimingRecorded, timings: dict[int, ev.T
     if record.rule not in CAMPAIGN_RULES:
         return (f"event seq {seq}: campaign rule {record.rule!r} is not one this ProfileWeaver knows "
                 f"({', '.join(CAMPAIGN_RULES)})")
-    if record.rule == "pw.campaign/3":
+    if record.rule in PAIRED_RULES:
         start = len(earlier.samples.get(ref, [])) if earlier is not None else 0
         try:
             problem = replay_v3(whole, record, start)
@@ -241,8 +243,28 @@ def look_of_samples(samples: dict[str, list[float]], labels: tuple[str, str | No
                             threshold=fraction if fraction is not None else 0.5)
 
 
+def judged_samples(samples: dict[str, list[float]], rule: str, labels: tuple[str, str | None, str], cpus: int,
+                   metric: str) -> dict[str, list[float]]:
+    """The samples a campaign's looks and its judge read: under pw.campaign/4 each run's times less its
+    wait for a CPU (pw.rules.contention.without_wait); as recorded under every earlier rule."""
+    from pw.rules.contention import without_wait
+
+    if rule != "pw.campaign/4":
+        return samples
+    return without_wait(samples, [x for x in labels if x is not None], cpus, metric)
+
+
+def judged_timing(timing: ev.TimingRecorded, cpus: int) -> ev.TimingRecorded:
+    """A (merged) campaign as its rule judges it: ``judged_samples`` in place of its samples."""
+    record = timing.campaign
+    if record is None or record.rule != "pw.campaign/4":
+        return timing
+    samples = judged_samples(timing.samples, record.rule, labels_of(timing), record.cpus or cpus, timing.metric)
+    return msgspec.structs.replace(timing, samples=samples)
+
+
 def admitted_of(timing: ev.TimingRecorded, cpus: int) -> list[bool]:
-    """Which pairs of a (merged) campaign counted (every pair before pw.campaign/3)."""
+    """Which pairs of a (merged) campaign counted (every pair but under pw.campaign/3)."""
     from pw.rules.contention import admitted_pairs
 
     record = timing.campaign
@@ -267,7 +289,8 @@ def replay_v3(whole: ev.TimingRecorded, record: ev.CampaignRecord, start: int) -
             return f"look {k} is after {rec.n_pairs} pairs, but the schedule looks after {expected}"
         if rec.n_pairs > n_all:
             return f"look {k} is after {rec.n_pairs} pairs, but only {n_all} pairs were recorded"
-        prefix = {key: list(v[:rec.n_pairs]) for key, v in whole.samples.items()}
+        prefix = judged_samples({key: list(v[:rec.n_pairs]) for key, v in whole.samples.items()}, record.rule,
+                                labels, record.cpus or 1, whole.metric)
         again = look_of_samples(prefix, labels, params, rec.elapsed_s, cpus=record.cpus or 1,
                                 max_imbalance=record.max_load_imbalance, fraction=record.mechanism_fraction)
         last = k == len(record.looks)
