@@ -226,7 +226,19 @@ def relative_to_root(path: str, source_root: str, cwd: str | None = None) -> str
     path = posixpath.normpath(path)
     root = posixpath.normpath(source_root)
     prefix = root if root.endswith("/") else root + "/"
-    return path[len(prefix):] if path.startswith(prefix) else None
+    if path.startswith(prefix):
+        return path[len(prefix):]
+    # A run directory can be moved or copied (an auditor's copy, a test's copy of a prepared run)
+    # after its builds were made, and their debug info still names where they were built. pw builds
+    # each target in <run-id>/build/<label>/, and a run id is unique, so a path through the root's
+    # last three components is a file of this build wherever the run then lay.
+    tail = root.strip("/").split("/")[-3:]
+    if len(tail) == 3 and tail[1] == "build":
+        marker = "/" + "/".join(tail) + "/"
+        at = path.find(marker)
+        if at >= 0:
+            return path[at + len(marker):]
+    return None
 
 
 def read_artifacts(capture: Capture) -> dict[str, bytes]:

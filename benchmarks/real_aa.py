@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))  # before benchmarks/ledger.py can shadow the `led
 
 from ledger import events as ev  # noqa: E402
 from pw.rules.contention import arm_contention  # noqa: E402
+from pw.rules import stopping  # noqa: E402
 from pw.rules.verdict import HOST_BUSY  # noqa: E402
 
 
@@ -65,9 +66,10 @@ def campaign_of(run: Path, cid: str, cpus: int) -> tuple[str, str, list[float], 
         data = event.get("data", {})
         if event.get("type") != "TimingRecorded" or cid not in data.get("targets", []):
             continue
-        base, cand = data["targets"]
-        logs += [math.log(b / c) for b, c in zip(data["samples"][base], data["samples"][cand], strict=True)]
         timing = msgspec.convert(data, ev.TimingRecorded)
+        base, cand = timing.targets[0], timing.targets[-1]  # a hybrid arm may sit between them
+        judged = stopping.judged_timing(timing, cpus).samples  # as the campaign's rule reads them
+        logs += [math.log(b / c) for b, c in zip(judged[base], judged[cand], strict=True)]
         arms = arm_contention(timing, cpus)
         if arms:
             delayed = (max(a.waited for a in arms), max((a.others or 0.0) for a in arms))

@@ -297,6 +297,16 @@ def test_relative_to_root_is_pure_string_logic():
     assert relative_to_root("??", "/src") is None
 
 
+def test_a_build_of_a_moved_run_directory_keeps_its_files():
+    # debug info names where the build was made; the run was copied elsewhere since
+    built = "/tmp/a/20261202-051806-matmul-c/build/baseline/sub/matmul.c"
+    assert relative_to_root(built, "/tmp/b/20261202-051806-matmul-c/build/baseline") == "sub/matmul.c"
+    # another run's build, another target's build, and a root outside pw's layout are not it
+    assert relative_to_root(built, "/tmp/b/20261202-051807-matmul-c/build/baseline") is None
+    assert relative_to_root(built, "/tmp/b/20261202-051806-matmul-c/build/interchange") is None
+    assert relative_to_root("/x/proj/src/matmul.c", "/y/proj/src") is None
+
+
 def test_run_tool_timeout_kills_whole_process_group(tmp_path):
     pidfile = tmp_path / "grandchild.pid"
     # A shell whose child (the grandchild) would outlive a plain kill of the shell.
