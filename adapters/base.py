@@ -294,6 +294,11 @@ class Adapter(abc.ABC):
         """The options timed runs are profiled with (recorded with the campaign)."""
         return {}
 
+    def use_debug_twins(self, twins: dict[str, str]) -> None:
+        """Resolve source lines of executables under each timed build directory from its debug twin
+        (a second build with `-g` and identical code). Adapters that read no debug info ignore it."""
+        return None
+
     def focus(self, operation: str, launches: int = 0) -> None:
         """Narrow the next capture to one operation (a GPU kernel named by the timeline, with its launch
         count). Adapters that always see the whole program ignore it."""

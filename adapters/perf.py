@@ -193,6 +193,9 @@ class PerfAdapter(Adapter):
         return RunWrap(outer=[exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache", "-e", self.event,
                               "-F", str(TIMED_FREQUENCY), "-o", os.path.join(out_dir, DATA_ROLE), "--"])
 
+    def use_debug_twins(self, twins: dict[str, str]) -> None:
+        self._symbolizer.use_twins(twins)
+
     def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
         exe = self.require_tool()
         data = os.path.join(out_dir, DATA_ROLE)

@@ -98,14 +98,32 @@ class Symbolizer:
     def __init__(self) -> None:
         self._known: dict[tuple[str, int], list[list[object]]] = {}
         self._tool = shutil.which("addr2line")
+        self.twins: dict[str, str] = {}  # a timed build's directory -> its debug twin's (use_twins)
+
+    def use_twins(self, twins: dict[str, str]) -> None:
+        """Read the lines of executables under each timed build directory from the same relative path
+        in its twin: a second build with debug info whose ``.text`` was checked identical
+        (``pw.workload.debug_build``), so an address means the same instruction in both."""
+        self.twins = {os.path.normpath(k): os.path.normpath(v) for k, v in twins.items()}
+        self._known.clear()
+
+    def _lines_file(self, path: str) -> str:
+        for timed, twin in self.twins.items():
+            rel = os.path.relpath(os.path.normpath(path), timed)
+            if not rel.startswith(".."):
+                candidate = os.path.join(twin, rel)
+                if os.path.isfile(candidate):
+                    return candidate
+        return path
 
     def resolve(self, wanted: dict[str, set[int]]) -> dict[str, dict[int, list[list[object]]]]:
         """{executable: {address: chain}} for every wanted address (unknown ones get an empty chain)."""
         for path, addrs in wanted.items():
             todo = sorted(a for a in addrs if (path, a) not in self._known)
-            if todo and self._tool is not None and os.path.isfile(path):
+            lines_file = self._lines_file(path)
+            if todo and self._tool is not None and os.path.isfile(lines_file):
                 try:
-                    proc = subprocess.run([self._tool, "-f", "-i", "-C", "-a", "-e", path, *(hex(a) for a in todo)],
+                    proc = subprocess.run([self._tool, "-f", "-i", "-C", "-a", "-e", lines_file, *(hex(a) for a in todo)],
                                           capture_output=True, timeout=_ADDR2LINE_TIMEOUT_S, check=False)
                     parsed = parse_addr2line(proc.stdout.decode(errors="replace"))
                 except (OSError, subprocess.TimeoutExpired):

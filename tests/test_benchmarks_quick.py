@@ -19,6 +19,7 @@ QUICK: dict[str, list[str]] = {
     "compare_streams.py": ["--lines", "2000", "--repeat", "1"],
     "evaluate_wall.py": ["--quick"],
     "gpu_overhead.py": ["--from-log", str(DATA / "gpu-capture-raw.log")],
+    "hybrid_cost.py": [],
     "kernel_profile.py": ["--recorded"],
     "ledger.py": ["--events", "2000", "--fsync-events", "50", "--help-runs", "1"],
     "load_balance.py": ["--quick"],

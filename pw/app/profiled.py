@@ -18,6 +18,7 @@ from pw.agent.source import regions
 from pw.app.campaign import Profiling
 from pw.app.run import RunHandle
 from pw.rules import routing
+from pw.workload import debug_build
 from pw.workload import steps as execute
 from pw.workload.capture import language_of
 
@@ -80,7 +81,14 @@ def profiling_for(handle: RunHandle, state: RunState, reference: execute.Target,
     adapter = adapter_by_name(name)
     if adapter.timed_wrap("/nonexistent") is None:
         return None
-    roots = {t.label: str(t.build_dir.resolve()) for t in [reference, *arms]}
+    roots = {}
+    twins = {}
+    for t in [reference, *arms]:
+        twin = debug_build.twin(state.run.contract, t, handle.evidence, handle.logs, handle.path / "scratch")
+        if twin is not None:  # a build without debug info: its lines (and so the root) are the twin's
+            twins[str(t.build_dir.resolve())] = str(twin.resolve())
+        roots[t.label] = str((twin or t.build_dir).resolve())
+    adapter.use_debug_twins(twins)
     return Profiling(name, adapter, handle.evidence, attribution, roots)
 
 

@@ -96,7 +96,7 @@ class CampaignParams(msgspec.Struct, frozen=True, kw_only=True):
     margin: float = 0.02
     confidence: float = 0.95
     min_pairs: int = 5
-    max_pairs: int = 40
+    max_pairs: int = 64  # ledger.contract.Sampling's default
     max_time_s: float = 600.0
     look_every: int = 2
     prior_scale: float = DEFAULT_PRIOR_SCALE

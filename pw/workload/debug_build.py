@@ -133,3 +133,25 @@ def make(contract: Contract, timed: steps.Target, evidence: EvidenceStore, logs:
     same, detail = compare_code(timed.build_dir, target.build_dir, missing)
     note = f"{PROFILED_NOTE}: {detail}"
     return DebugBuild(target, note, same)
+
+
+def twin(contract: Contract, timed: steps.Target, evidence: EvidenceStore, logs: Path, scratch: Path) -> Path | None:
+    """The directory of a debug twin of ``timed`` whose code is the timed build's (None: the timed
+    build has its own debug info, or no twin with the same code could be made). Every timed run is
+    profiled (one kind of run) and is the user's build, so its lines are read from the twin: a twin
+    left by an earlier call (the baseline's from `pw start`) is kept while its `.text` still equals
+    the timed build's, and built again otherwise (a candidate's tree may have changed since)."""
+    missing = needs_debug_build(timed)
+    if not missing:
+        return None
+    where = timed.build_dir.with_name(timed.build_dir.name + SUFFIX)
+    if where.is_dir() and all(has_debug_info(where / rel) for rel in missing) \
+            and compare_code(timed.build_dir, where, missing)[0]:
+        return where
+    built = make(contract, timed, evidence, logs, scratch)
+    if built.target is None:
+        return None
+    if not built.same_code:
+        shutil.rmtree(built.target.build_dir, ignore_errors=True)
+        return None
+    return built.target.build_dir
