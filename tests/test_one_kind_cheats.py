@@ -159,9 +159,9 @@ def test_a_program_that_looks_for_a_profiler_parent_finds_none_and_is_judged_as_
         assert gate(judged, "mechanism").passed, gate(judged, "mechanism").detail
 
 
-def _interchange_inputs(runs) -> gates.GateInputs:
-    judged, envelopes = rejudge(runs["matmul-c"], "interchange")
-    recorded = [e.data for e in envelopes if isinstance(e.data, ev.GatesEvaluated) and e.data.id == "interchange"][-1]
+def _interchange_inputs(runs, workload: str = "matmul-c", cid: str = "interchange") -> gates.GateInputs:
+    judged, envelopes = rejudge(runs[workload], cid)
+    recorded = [e.data for e in envelopes if isinstance(e.data, ev.GatesEvaluated) and e.data.id == cid][-1]
     inputs = gates.decode_inputs(recorded.inputs, recorded.rules)
     assert gates.evaluate_gates(inputs, recorded.rules) == recorded.gates  # the gates follow from the inputs
     return inputs
@@ -180,9 +180,11 @@ def test_a_speedup_beyond_the_changed_codes_amdahl_ceiling_fails_the_mechanism(r
 
 
 def test_a_speedup_that_fell_on_the_whole_program_alike_is_a_change_of_conditions(runs):
-    # The interchange's pairs with the rest of the program made to fall as the hotspot fell: the
-    # hotspot still carries most of the saving, but a uniform fall is not the hotspot's mechanism.
-    inputs = _interchange_inputs(runs)
+    # pyloop's dict rewrite (2.7x, the saving steady from pair to pair) with the rest of the program
+    # made to fall as the hotspot fell: the hotspot still carries most of the saving, but a uniform
+    # fall is not the hotspot's mechanism. (The interchange's 7 recorded pairs, whose candidate runs
+    # took 0.24 or 0.42 s, leave the rest's fall too uncertain to call uniform: [22%, 76%].)
+    inputs = _interchange_inputs(runs, "pyloop", "dict")
     p = inputs.pairs
     rest_cand, wall_cand = [], []
     for hot_r, hot_c, wall_r in zip(p.hot_reference_s, p.hot_candidate_s, p.reference_wall_s):
