@@ -10,6 +10,7 @@ import pytest
 
 from ledger import events as ev
 from pw.rules.verdict import reach_verdict
+from pw.stats.adaptive import CAMPAIGN_RULE
 from tests.conftest import (
     SAME_SPEED_TINY_C,
     copy_run,
@@ -85,9 +86,9 @@ def test_a_large_effect_stops_at_the_minimum_and_says_why(matmul_interchange):
     assert evaluated.analysis["campaign"]["stop"] == "decided"
     # the reported interval is the anytime-valid one, never narrower than the fixed t-interval
     assert evaluated.analysis["interval"]["low"] <= evaluated.analysis["fixed_interval"]["low"]
-    # pw.campaign/3 stops on the mechanism too: at ~2x on an 85% hotspot, the hotspot's part was shown
+    # the campaign stops on the mechanism too: at ~2x on an 85% hotspot, the hotspot's part was shown
     # to carry the saving at the same look the speedup decided
-    assert record.rule == "pw.campaign/3" and record.looks[-1].mechanism == "carried", record.looks[-1]
+    assert record.rule == CAMPAIGN_RULE and record.looks[-1].mechanism == "carried", record.looks[-1]
 
 
 @pytest.mark.slow
@@ -112,7 +113,7 @@ def test_audit_names_a_stop_that_no_longer_follows_from_a_tampered_sample(matmul
     assert checks["chain"]["ok"] and not checks["stops"]["ok"]
     detail = checks["stops"]["detail"]
     assert "timing campaign of a no longer stops where it did: look" in detail, detail
-    assert "recorded faster, but the samples give continue" in detail, detail
+    assert "recorded faster (mechanism carried" in detail and "but the samples give continue" in detail, detail
     assert result.json()["first_divergence"].startswith("stops:")
 
 

@@ -59,7 +59,9 @@ def test_under_load_the_interchange_is_verified_in_time_and_a_noop_is_not(matmul
         began = time.monotonic()
         honest = pw_main("evaluate", run, "interchange", "--json")
         took = time.monotonic() - began
-        noop = pw_main("evaluate", run, "noop", "--json")
+        # at most 16 pairs: what is asserted is that it is not verified, and a no-op under load
+        # otherwise runs the whole budget to stay inconclusive (297 s of CI's slow pass)
+        noop = pw_main("evaluate", run, "noop", "--json", "--max-pairs", "16")
     assert honest.json()["status"] == "verified", honest.json()["reasons"]
     assert took <= VERIFY_WITHIN_S, f"verified after {took:.0f} s (limit {VERIFY_WITHIN_S:.0f} s)"
     assert noop.json()["status"] != "verified", noop.json()

@@ -24,13 +24,22 @@ def _run(wall, wait, steal=0.0, hot=None):
             "x:reach_s": [0.8 * wall], "x:run_queue_s": [wait], "x:steal_s": [steal], "x:user_s": [0.5]}
 
 
-def test_a_runs_wait_and_its_share_of_the_hypervisors_steal_come_out_of_its_times():
-    s = _run(1.0, 0.3, steal=0.2)  # 0.3 s in the run queue, 0.2 s stolen from 2 CPUs: 0.4 s waited
+def test_a_runs_own_wait_comes_out_of_its_times():
+    s = _run(1.0, 0.4, steal=0.2)  # 0.4 s in the run queue; the host's steal is not the run's own
     assert running_share(s, "x", 2) == pytest.approx([0.6])
     out = without_wait(s, ["x"], 2, "wall_time_s")
     assert out["x"] == pytest.approx([0.6]) and out["x:wall_s"] == pytest.approx([0.6])
     assert out["x:hot_s"] == pytest.approx([0.48]) and out["x:reach_s"] == pytest.approx([0.48])
     assert out["x:user_s"] == [0.5]  # CPU time never included the wait
+
+
+def test_a_short_run_keeps_a_time_above_zero():
+    # a 3 ms run whose recorded wait is not shorter than itself (the case that read 0 s and a log
+    # ratio of -inf when the host's steal, counted in 10 ms ticks, was in the wait)
+    s = _run(0.003, 0.003, steal=0.01)
+    assert running_share(s, "x", 2) == [1.0]
+    assert without_wait(s, ["x"], 2, "wall_time_s")["x"] == [0.003]
+    assert running_share(_run(0.003, 0.001), "x", 2) == pytest.approx([2 / 3])
 
 
 def test_a_region_the_program_times_itself_is_taken_as_it_is():

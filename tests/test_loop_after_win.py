@@ -120,7 +120,7 @@ def test_every_json_file_of_a_run_has_a_schema_and_validates(matmul_interchange)
     assert (run / "profile.baseline.json").is_file()
     files = [p for p in run.rglob("*.json") if "raw" not in p.relative_to(run).parts
              and not {"baseline", "src", "build", "scratch"} & set(p.relative_to(run).parts)]
-    assert any(p.name == "profile-diff.json" for p in files), files
+    assert any(p.name == "campaign-result.json" for p in files), files
     for path in files:
         assert type_for_file(path) is not None, path
         result = pw_main("validate", path)

@@ -18,6 +18,8 @@ import subprocess
 from pathlib import Path
 
 import msgspec
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
 
 from ledger.contract import Contract
 from ledger.evidence import EvidenceStore
@@ -45,12 +47,14 @@ def _elf_executables(root: Path) -> list[str]:
 
 
 def has_debug_info(path: Path) -> bool:
-    """Whether the ELF file carries DWARF line tables (a `.debug_line` section)."""
+    """Whether the ELF file carries DWARF line tables (a `.debug_line` section). Read in-process
+    (pyelftools): every campaign asks it of every executable of every arm."""
     try:
-        proc = subprocess.run(["objdump", "-h", str(path)], capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            return any(elf.get_section_by_name(name) is not None for name in (".debug_line", ".zdebug_line"))
+    except (OSError, ELFError, ValueError):
         return False
-    return b".debug_line" in proc.stdout or b".zdebug_line" in proc.stdout
 
 
 def text_disassembly(path: Path) -> str | None:
