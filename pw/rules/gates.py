@@ -38,6 +38,7 @@ from typing import Any
 import msgspec
 
 from ledger.events import GateResult
+from pw.rules import gates_reprofiled
 from pw.rules.gate_facts import (
     AMDAHL_SLACK,
     COLLATERAL_MIN_SHARE,
@@ -64,6 +65,7 @@ from pw.rules.gate_facts import (
     whole_run_collateral,
 )
 from pw.rules.rulesets import GATE_RULES, RULE_VERSIONS, RuleSet, UnknownRules, rule_set
+from pw.stats.adaptive import one_sided
 from pw.stats.shares import Fraction, fraction, mean
 
 __all__ = ["GATE_NAMES", "GATE_RULES", "RULE_VERSIONS", "GateInputs", "PairFacts", "UnknownRules",
@@ -164,8 +166,6 @@ def decode_inputs(data: dict[str, Any], rules: int = GATE_RULES):
     """The recorded ``GatesEvaluated.inputs`` back as the inputs of their rules' gates (raises
     msgspec.ValidationError, UnknownRules)."""
     if rule_set(rules).evidence == "reprofiled":
-        from pw.rules import gates_reprofiled
-
         return gates_reprofiled.decode_inputs(data)
     return msgspec.convert(data, GateInputs)
 
@@ -174,8 +174,6 @@ def evaluate_gates(inputs, rules: int | RuleSet = GATE_RULES) -> list[GateResult
     """The six gates, in the order of ``GATE_NAMES``, under ``rules`` (a RuleSet or its version)."""
     rs = rules if isinstance(rules, RuleSet) else rule_set(rules)
     if rs.evidence == "reprofiled":
-        from pw.rules import gates_reprofiled
-
         return gates_reprofiled.evaluate_reprofiled(inputs, rs)
     return [correctness_gate(inputs), significance_gate(inputs, rs), _mechanism(inputs, rs),
             _no_collateral(inputs, rs), _attribution(inputs), reproducible_gate(inputs)]
@@ -195,8 +193,6 @@ def _pct(f: Fraction) -> str:
 def _carried(p: PairFacts, part: list[float]) -> Fraction:
     """The fraction's set at the campaign's one-sided level (``pw.stats.adaptive.one_sided``): the gate
     asks one question, "more than half?", as the campaign's stopping rule does."""
-    from pw.stats.adaptive import one_sided
-
     whole = [b - c for b, c in zip(p.reference_s, p.candidate_s)]
     return fraction(part, whole, scale=p.reference_s, confidence=one_sided(p.confidence), prior_scale=p.prior_scale)
 
