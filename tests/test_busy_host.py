@@ -53,6 +53,7 @@ def _prepared(template: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # its own load generator: beside another test it would be a load of 2.5 CPUs
 def test_under_load_the_interchange_is_verified_in_time_and_a_noop_is_not(matmul_template, tmp_path):
     run = _prepared(matmul_template, tmp_path)
     with load(LOAD_CPUS):

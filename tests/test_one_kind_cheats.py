@@ -38,6 +38,7 @@ import pytest
 from ledger import events as ev
 from pw.rules import gates
 from pw.rules.judge import Judgement, judge_events, profiles_needed
+from pw.rules.rulesets import GATE_RULES
 from tests.conftest import ledger_events, unpack
 
 DATA = Path(__file__).parent / "data" / "one-kind"
@@ -50,17 +51,18 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def rejudge(run: Path, cid: str) -> tuple[Judgement, list[ev.Envelope]]:
-    """The candidate's latest attempt judged again from its recorded inputs; the recomputation must
-    give the recorded gates and status, or the fixture no longer says what the judge says."""
+    """The candidate's latest attempt judged by today's rules from its recorded inputs. First the
+    recorded rules (19) again: the recomputation must give the recorded gates and status, or the
+    fixture no longer says what the judge says."""
     envelopes = ledger_events(run)
     recorded_gates = [e.data for e in envelopes if isinstance(e.data, ev.GatesEvaluated) and e.data.id == cid][-1]
     recorded = [e.data for e in envelopes if isinstance(e.data, ev.VerdictReached) and e.data.id == cid][-1]
     profiles = {sha: (run / "raw" / sha[:2] / sha).read_bytes() for sha in profiles_needed(envelopes, cid)}
-    judged = judge_events(envelopes, cid, profiles, rules=recorded_gates.rules)
+    again = judge_events(envelopes, cid, profiles, rules=recorded_gates.rules)
     assert recorded_gates.rules == 19
-    assert judged.gates.gates == recorded_gates.gates
-    assert (judged.verdict.status, judged.verdict.reasons) == (recorded.status, recorded.reasons)
-    return judged, envelopes
+    assert again.gates.gates == recorded_gates.gates
+    assert (again.verdict.status, again.verdict.reasons) == (recorded.status, recorded.reasons)
+    return judge_events(envelopes, cid, profiles, rules=GATE_RULES), envelopes
 
 
 def gate(judged: Judgement, name: str) -> ev.GateResult:

@@ -190,21 +190,24 @@ def _pct(f: Fraction) -> str:
     return f"{f.estimate:.0%} [{f.low:.0%}, {f.high:.0%}]"
 
 
-def _carried(p: PairFacts, part: list[float]) -> Fraction:
+def _carried(p: PairFacts, part: list[float], prior_scale: float | None) -> Fraction:
     """The fraction's set at the campaign's one-sided level (``pw.stats.adaptive.one_sided``): the gate
-    asks one question, "more than half?", as the campaign's stopping rule does."""
+    asks one question, "more than half?", as the campaign's stopping rule does, and with the rule
+    set's ``mechanism_prior_scale`` with the same statistic (rules 19: the speedup's mixture, so a
+    campaign could stop "carried" on a fraction the gate then called undecided)."""
     whole = [b - c for b, c in zip(p.reference_s, p.candidate_s)]
-    return fraction(part, whole, scale=p.reference_s, confidence=one_sided(p.confidence), prior_scale=p.prior_scale)
+    return fraction(part, whole, scale=p.reference_s, confidence=one_sided(p.confidence),
+                    prior_scale=p.prior_scale if prior_scale is None else prior_scale)
 
 
-def hybrid_fraction(p: PairFacts) -> Fraction:
+def hybrid_fraction(p: PairFacts, prior_scale: float | None = None) -> Fraction:
     """The share of the candidate's saving the hybrid arm (the hotspot's change alone) carries."""
-    return _carried(p, [b - h for b, h in zip(p.reference_s, p.hybrid_s)])
+    return _carried(p, [b - h for b, h in zip(p.reference_s, p.hybrid_s)], prior_scale)
 
 
-def hotspot_fraction(p: PairFacts) -> Fraction:
+def hotspot_fraction(p: PairFacts, prior_scale: float | None = None) -> Fraction:
     """The share of the saving the hotspot's part (its code, and changed code) carries, per pair."""
-    return _carried(p, [b - c for b, c in zip(p.hot_reference_s, p.hot_candidate_s)])
+    return _carried(p, [b - c for b, c in zip(p.hot_reference_s, p.hot_candidate_s)], prior_scale)
 
 
 def _judge_fraction(f: Fraction, what: str) -> tuple[str | None, str]:
@@ -267,13 +270,14 @@ def _mechanism(i: GateInputs, rs: RuleSet) -> GateResult:
         failures.append("no profiled pairs: the campaign's runs carry no per-operation costs")
         return gate_result("mechanism", failures, "", evidence)
     if rs.hybrid_arm and p.hybrid_status == "timed" and p.hybrid_s:
-        failure, text = _judge_fraction(hybrid_fraction(p), f"the hotspot's change alone (hybrid arm {p.hybrid})")
+        failure, text = _judge_fraction(hybrid_fraction(p, rs.mechanism_prior_scale),
+                                        f"the hotspot's change alone (hybrid arm {p.hybrid})")
         beyond = f"; the patch also changed {', '.join(p.beyond[:4])}" if p.beyond else ""
         details.append(text + beyond)
         if failure:
             failures.append(failure + beyond)
     else:
-        hot = hotspot_fraction(p)
+        hot = hotspot_fraction(p, rs.mechanism_prior_scale)
         what = "the hotspot's code" + (" with the code the candidate changed outside it" if p.beyond else "")
         failure, text = _judge_fraction(hot, what)
         if p.hybrid_status.startswith("coupled"):

@@ -99,6 +99,11 @@ class RuleSet(msgspec.Struct, frozen=True, kw_only=True):
     # Which table names the GPU counter of a mechanism: keywords of the mechanism text, or the classes of
     # pw.rules.mechanisms (data reuse, coalescing, atomics, fusion, occupancy, divergence, launches).
     gpu_counter_catalog: Literal["keywords", "classes"] = "keywords"
+    # The mixture (prior scale) of the mechanism fraction's confidence sequence: None, the speedup's
+    # (the campaign record's ``prior_scale``); a number, the one the campaign's stopping rule decides
+    # the mechanism with (``pw.stats.adaptive.MECHANISM_PRIOR_SCALE``), so the gate reads the
+    # campaign's own decision.
+    mechanism_prior_scale: float | None = None
 
 
 def _next(previous: RuleSet, version: int, reason: str, **changes: object) -> RuleSet:
@@ -139,6 +144,8 @@ def _history() -> dict[int, RuleSet]:
          {"evidence": "pairs", "contention_veto": False, "load_balance": True,
           "changed_code_attribution": True, "hybrid_arm": True, "gpu_counter_catalog": "classes",
           "gpu_counter": False}),
+        ("the mechanism gate decides the fraction with the campaign's own stopping statistic",
+         {"mechanism_prior_scale": 0.5}),
     ]
     for version, (reason, changes) in enumerate(steps, start=2):
         v = _next(v, version, reason, **changes)
