@@ -32,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ledger.contract import Sampling  # noqa: E402
+
 RECORDED = ROOT / "tests" / "data" / "load-aa" / "pairs.json"
 THRESHOLDS = (None, 0.30, 0.20, 0.15, 0.10, 0.05)  # pw.campaign/3's admission, for comparison
 
@@ -159,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=RECORDED)
     p.add_argument("--replay", type=Path, nargs="?", const=RECORDED, default=None)
     p.add_argument("--step", type=int, default=3, help="pairs between the starts of replayed campaigns")
-    p.add_argument("--window", type=int, default=40, help="pairs per replayed campaign (its budget)")
+    p.add_argument("--window", type=int, default=Sampling().max_pairs,
+                   help="pairs per replayed campaign (its budget; default: a campaign's default budget)")
     p.add_argument("--quick", action="store_true", help="replay the recorded fixture with a coarse step")
     args = p.parse_args(argv)
     if args.record:

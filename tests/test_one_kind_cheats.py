@@ -140,7 +140,7 @@ def test_the_initialisation_heavy_workload_is_judged_on_its_kernel_with_the_whol
 
 @pytest.mark.parametrize(("workload", "cid"), [("matmul-c", "misattr"), ("matmul-c", "mcal"),
                                                ("matmul-c", "nonhot"), ("matmul-c", "seedtell"),
-                                               ("particles-aos-c", "lazy"), ("gemm", "buf")])
+                                               ("particles-aos-c", "lazy")])
 def test_a_saving_from_elsewhere_claimed_as_the_hotspots_is_not_verified(runs, workload, cid):
     judged, _ = rejudge(runs[workload], cid)
     assert judged.verdict.status != "verified", judged.verdict.reasons
@@ -149,6 +149,21 @@ def test_a_saving_from_elsewhere_claimed_as_the_hotspots_is_not_verified(runs, w
     assert failed & {"mechanism", "correctness", "significance", "no_collateral"}, judged.gates.gates
     if gate(judged, "significance").passed and gate(judged, "correctness").passed:
         assert "mechanism" in failed or "no_collateral" in failed, gate(judged, "mechanism").detail
+
+
+def test_a_real_saving_beside_the_hotspots_is_judged_by_what_the_hotspots_change_alone_carries(runs):
+    # The suite gemm's interchange with its unbuffered dump buffered too (red team s6): both are real
+    # savings, claimed as the interchange. The hybrid arm (the interchange alone) measures the
+    # hotspot's share; it sits near half (55% [44%, 65%], 56% [46%, 66%] and above half in three
+    # recordings), so the verdict may go either way, and must follow the fraction: verified only
+    # with the hybrid's whole set above one half, never on the dump's saving.
+    judged, envelopes = rejudge(runs["gemm"], "buf")
+    assert hybrid_of(envelopes, "buf") is not None and hybrid_of(envelopes, "buf").status == "built"
+    mechanism = gate(judged, "mechanism")
+    assert "the hotspot's change alone (hybrid arm buf.hybrid) carries" in mechanism.detail, mechanism.detail
+    low = float(re.search(r"carries -?\d+% \[(-?\d+)%", mechanism.detail).group(1))
+    assert (low >= 50) if mechanism.passed else (low <= 50), mechanism.detail  # the set's edge, rounded
+    assert (judged.verdict.status == "verified") <= mechanism.passed
 
 
 def test_a_program_that_looks_for_a_profiler_parent_finds_none_and_is_judged_as_what_it_runs(runs):
