@@ -145,11 +145,11 @@ def admitted_pairs(samples: dict[str, list[float]], labels: list[str], cpus: int
 # --- pw.campaign/4: the program's own time --------------------------------------------------------
 #
 # Admission by balance was measured against taking the wait out of each run: 240 A/A pairs of
-# matmul-c under the load generator at 1.5 CPUs (tests/data/load-aa/pairs.json) spread 19.7% per pair
-# in log wall time, and the pair's log ratio followed its arms' load difference (correlation 0.81).
-# Setting unbalanced pairs aside at 0.15 kept 150 pairs at 13.2%; subtracting each run's own measured
-# wait for a CPU kept all 240 at 11.6% (three times the information), and after it no admission
-# threshold narrowed the spread further (0.114-0.121 for 47-100% of the pairs). So a campaign under
+# matmul-c under the load generator at 1.5 CPUs (tests/data/load-aa/pairs.json) spread 19.3% per pair
+# in log wall time, and the pair's log ratio followed its arms' wait difference (correlation 0.78).
+# Setting unbalanced pairs aside at 0.15 kept 60% of them at 11.8%, 15.2% per pair run (a set-aside
+# pair still cost its runs); subtracting each run's own measured wait kept all at 12.7%, and after it
+# no admission threshold did better per pair run (14.4-20.5%). So a campaign under
 # pw.campaign/4 judges the time each run could run: its wall time less the time its program waited
 # for a CPU (its main thread's run-queue time, ``running_share``), for the
 # metrics pw measures itself (the whole run, and an operation's share of it); a region the program
@@ -168,7 +168,7 @@ def running_share(samples: dict[str, list[float]], label: str, cpus: int) -> lis
     The wait is the program's main thread's run-queue time (/proc/PID/schedstat, in nanoseconds):
     its own, measured for its own lifetime, so it is shorter than the run. The hypervisor's steal is
     not in it: /proc/stat counts it host-wide in 10 ms ticks, so a 3 ms run read 5 ms of "wait" and
-    a share of 0, and over the A/A pairs it narrowed the spread by 0.1 point (11.56% -> 11.45%). A
+    a share of 0, and over the first A/A recording it narrowed the spread by 0.1 point. A
     recorded wait not shorter than the run is no measurement of that run, and leaves it as recorded."""
     del cpus
     walls = samples.get(f"{label}:{WALL}")
