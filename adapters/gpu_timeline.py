@@ -37,7 +37,6 @@ from ledger.gpu_activity import (
     MemcpyActivity,
     MemsetActivity,
     SyncActivity,
-    decode_activity_line,
 )
 from ledger.profile import Operation, Profile
 
@@ -316,6 +315,8 @@ def to_profile(summary: TimelineSummary, records: Iterable[GpuActivity], *, tool
 
 def decode_jsonl(data: bytes, source: str = "activity JSON lines") -> list[GpuActivity]:
     """Records from JSON lines (``ledger.gpu_activity`` shape); a bad line raises ValueError naming it."""
+    from ledger.gpu_activity import decode_activity_line
+
     out: list[GpuActivity] = []
     for n, line in enumerate(data.splitlines(), 1):
         if not line.strip():

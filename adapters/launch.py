@@ -39,7 +39,6 @@ of any step is a `launch_error` and the program is not started.
 Standard library only: `-I` leaves this package off `sys.path`.
 """
 
-import ctypes
 import json
 import os
 import sys
@@ -154,6 +153,8 @@ def _not_dumpable() -> None:
     otherwise open the pipe and write a report of its own, with any wall time it likes. The flag
     is not inherited across the program's execve; without CAP_SYS_PTRACE (the sandbox keeps
     none) no process may open another's fd links once it is cleared."""
+    import ctypes
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
@@ -171,6 +172,7 @@ def _throwaway_trees(trees: list) -> str | None:
     None, or why not. Nothing to mount: nothing to drop either (the sandbox lent none)."""
     if not trees:
         return None
+    import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     for t in trees:
@@ -195,6 +197,8 @@ def _throwaway_trees(trees: list) -> str | None:
 def _drop_capabilities(libc) -> str | None:
     """Empty every capability set (bounding, ambient, effective, permitted, inheritable) and check
     that the kernel shows them empty; None, or why not."""
+    import ctypes
+
     try:
         with open("/proc/sys/kernel/cap_last_cap") as f:
             last = int(f.read())

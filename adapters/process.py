@@ -29,7 +29,6 @@ import resource
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -387,6 +386,8 @@ def probe_throwaway(sandbox: sb.Sandbox, where: str | None = None) -> str:
     (default: the temporary directory): a real run under the launcher writes and deletes in an
     overlaid tree, which must be unchanged after it while its upper layer holds both changes. ""
     when they work, else why not (one line)."""
+    import tempfile
+
     if sandbox.tool != "bwrap":
         return f"{sandbox.tool} makes no user namespace to mount overlays in"
     with tempfile.TemporaryDirectory(prefix=".pw-throwaway-probe-", dir=where) as root:

@@ -19,7 +19,6 @@ from adapters.gvprof import GvprofAdapter
 from adapters.hpctoolkit import HpctoolkitAdapter
 from adapters.ncu import NcuAdapter
 from adapters.nsys import NsysAdapter
-from adapters.partial import PartialAdapter
 from adapters.perf import PerfAdapter
 from adapters.pyspy import PySpyAdapter
 from ledger.metrics import metric
@@ -43,6 +42,8 @@ def installed_specs() -> list[AdapterSpec]:
 
 def partial_adapters() -> list:
     """The installed adapters that only import pre-captured artifacts (``adapters.partial``)."""
+    from adapters.partial import PartialAdapter
+
     return [a for a in installed_adapters() if isinstance(a, PartialAdapter)]
 
 

@@ -19,9 +19,6 @@ import shutil
 import subprocess
 from functools import lru_cache
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
 LINES_ROLE = "perf-lines.json"
 _ADDR2LINE_TIMEOUT_S = 60.0
 
@@ -29,6 +26,9 @@ _ADDR2LINE_TIMEOUT_S = 60.0
 @lru_cache(maxsize=64)
 def _function_symbols(path: str, size: int, mtime_ns: int) -> dict[str, list[tuple[int, int]]]:
     """Function symbols of one ELF file: name -> [(address, size)] (cached by path, size and mtime)."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     out: dict[str, list[tuple[int, int]]] = {}
     try:
         with open(path, "rb") as f:

@@ -15,8 +15,6 @@ import msgspec
 from ledger import events as ev
 from ledger.codec import canonical_json
 from ledger.contract import Contract
-from projections import run_files
-from projections.report import render_markdown, report
 from projections.state import Head, RunState
 
 
@@ -249,6 +247,7 @@ def render(state: RunState) -> dict[str, bytes]:
         doc = renderer(state)
         if doc is not None:
             out[name] = canonical_json(doc)
+    from projections import run_files
 
     for name, renderer in run_files.JSON_FILES.items():  # the documents' run-directory files
         doc = renderer(state)
@@ -259,6 +258,7 @@ def render(state: RunState) -> dict[str, bytes]:
     dispatch = run_files.brief_md(state)
     if dispatch is not None:
         out["brief.md"] = dispatch.encode()
+    from projections.report import render_markdown, report
 
     doc = report(state)
     if doc is not None:

@@ -8,7 +8,6 @@ silently dropped.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import msgspec
@@ -245,6 +244,8 @@ def cumulative(state: RunState, cid: str) -> Cumulative | None:
     (each chained candidate is timed against its parent). The interval adds the steps' log-scale
     half-widths in quadrature (independent campaigns), an approximation stated wherever it is shown.
     None when a step has no speedup."""
+    import math
+
     steps: list[str] = []
     log_s = 0.0
     var_lo = var_hi = 0.0

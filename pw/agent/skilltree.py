@@ -17,7 +17,6 @@ from pathlib import Path
 import yaml
 
 from ledger.errors import InputError
-from pw.agent.tokens import count_tokens
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SKILLS_DIR = REPO_ROOT / "skills"
@@ -314,7 +313,7 @@ def _kind(rel: Path) -> str:
 def skill_costs(root: Path = SKILLS_DIR, count=None) -> list[Cost]:
     """Measured o200k_base cost of every markdown file of the skill tree (and AGENTS.md beside it)."""
     if count is None:
-        count = count_tokens
+        from pw.agent.tokens import count_tokens as count
     out = []
     base = root.parent
     for p in find_markdown(root):
@@ -336,7 +335,7 @@ RUN_FILES: tuple[tuple[str, str, int | None], ...] = (
 def run_costs(run_dir: Path, count=None) -> list[Cost]:
     """Cost of what a run emitted for the agent: the brief, the view, and the source slices."""
     if count is None:
-        count = count_tokens
+        from pw.agent.tokens import count_tokens as count
     out = []
     for kind, name, limit in RUN_FILES:
         p = run_dir / name

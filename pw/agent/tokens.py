@@ -6,7 +6,6 @@ The count comes from a real o200k_base tokenizer whose merge ranks ship inside t
 
 from __future__ import annotations
 
-import warnings
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 
@@ -24,11 +23,12 @@ def tokenizer_version() -> str:
 
 @lru_cache(maxsize=1)
 def _encoding():
+    # Imported lazily: loading the rank tables costs time that `pw --help` should not pay.
+    import warnings
+
     with warnings.catch_warnings():
         # bpe-openai 0.1.x reads its packaged ranks with a deprecated importlib.resources call.
         warnings.simplefilter("ignore", DeprecationWarning)
-        # local: loading the rank tables costs time that `pw --help` should not pay, and its
-        # deprecation warning is raised at import, inside this filter.
         import bpe_openai
 
         encoding = bpe_openai.get_encoding(TOKENIZER)

@@ -6,32 +6,16 @@ statistics, gates) add their checks to `CHECKS`.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable
 
 import msgspec
 
-from adapters.registry import adapter_by_name
-from ledger import anchor
-from ledger import events as ev
-from ledger.events import ProfiledRun
 from ledger.evidence import EvidenceStore
-from ledger.profile import decode_profile, encode_profile, merge_profiles
 from ledger.store import Ledger
 from projections import documents, formats, state
 from projections.materialize import compare
-from projections.profile_diff import diff_profiles
-from pw.app.campaign import Profiling
-from pw.app.imports import renormalize_import
-from pw.app.judging import judge_recorded
 from pw.app.runpath import RunDir
-from pw.rules import judge
-from pw.rules import resolution as rz
-from pw.rules.gates import GATE_RULES, UnknownRules
-from pw.rules.stopping import stop_divergence
-from pw.workload import workspace
-from pw.workload.capture import renormalize
 
 
 class AuditContext(msgspec.Struct):
@@ -70,6 +54,8 @@ def _evidence_refs(events) -> list[tuple[int, str]]:
 
 
 def _walk(obj):
+    from ledger.events import ProfiledRun
+
     if isinstance(obj, ProfiledRun):  # one timed run's evidence: its raw artifacts and its profile
         yield from obj.raw.values()
         yield obj.profile
@@ -135,6 +121,9 @@ def check_projections(ctx: AuditContext) -> str | None:
 def check_stops(ctx: AuditContext) -> str | None:
     """Replay every look of every adaptive timing campaign from its recorded samples: each must have
     said what was recorded, and the campaign must have stopped where and why it says it did."""
+    from ledger import events as ev
+    from pw.rules.stopping import stop_divergence
+
     timings: dict[int, ev.TimingRecorded] = {}
     for env in ctx.events:
         if isinstance(env.data, ev.TimingRecorded):
@@ -151,6 +140,8 @@ def check_verdicts(ctx: AuditContext) -> str | None:
 
 
 def first_verdict_divergence(events, evidence: EvidenceStore) -> str | None:
+    from ledger import events as ev
+
     for i, env in enumerate(events):
         if not isinstance(env.data, (ev.VerdictReached, ev.WinnerConfirmed)):
             continue
@@ -186,6 +177,9 @@ def same_numbers(recorded, again, rtol: float = ANALYSIS_RTOL) -> bool:
 def _judged_rules(events, i: int) -> int:
     """The gate rules the candidate's judgement ending at event `i` was made under: those of its
     last GatesEvaluated before `i` (events written before the field existed say 1)."""
+    from ledger import events as ev
+    from pw.rules.gates import GATE_RULES
+
     cid = events[i].data.id
     gates = next((e.data for e in reversed(events[:i]) if isinstance(e.data, ev.GatesEvaluated) and e.data.id == cid),
                  None)
@@ -195,6 +189,8 @@ def _judged_rules(events, i: int) -> int:
 def _rules_note(events, i: int) -> str:
     """Said beside a divergence of a judgement made under older gate rules: it was recomputed under
     those rules (every version stays callable), not under the ones this ProfileWeaver applies now."""
+    from pw.rules.gates import GATE_RULES
+
     rules = _judged_rules(events, i)
     if rules == GATE_RULES:
         return ""
@@ -205,6 +201,10 @@ def _rules_note(events, i: int) -> str:
 def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None:
     """The first way the judgement ending at event `i` (a verdict or a confirmation) no longer
     follows from the events before it."""
+    from ledger import events as ev
+    from pw.app.judging import judge_recorded
+    from pw.rules.gates import UnknownRules
+
     env = events[i]
     data = env.data
     # The judgement batch is [CandidateEvaluated, GatesEvaluated, VerdictReached] or
@@ -245,6 +245,9 @@ def _judgement_divergence(events, i: int, evidence: EvidenceStore) -> str | None
 
 def check_profiles(ctx: AuditContext) -> str | None:
     """Re-run each adapter's pure normalize on the stored raw bytes; compare with the recorded profile."""
+    from ledger import events as ev
+    from pw.workload.capture import renormalize
+
     captured = {}
     single: set[tuple[str, str, str]] = set()  # (target, adapter, sha) of one-capture profiles seen
     for env in ctx.events:
@@ -273,6 +276,7 @@ def check_profiles(ctx: AuditContext) -> str | None:
                 return f"event seq {env.seq}: profile of {data.target} has no capture before it"
             build_dir = str(ctx.run.path / "build" / data.target)
             again = renormalize(ctx.evidence, cap, build_dir)
+            import hashlib
 
             if hashlib.sha256(again).hexdigest() != data.profile_sha256:
                 return f"event seq {env.seq}: the {data.adapter} profile of {data.target} does not follow from its raw capture"
@@ -285,6 +289,10 @@ def check_profiles(ctx: AuditContext) -> str | None:
 
 def _imported_divergence(ctx: AuditContext, seq: int, data) -> str | None:
     """An imported profile (`pw import`) must follow from its stored artifacts by today's pure normalize."""
+    import hashlib
+
+    from pw.app.imports import renormalize_import
+
     try:
         again = renormalize_import(ctx.evidence, data)
     except (ValueError, KeyError) as exc:
@@ -298,6 +306,12 @@ def timed_runs_divergence(ctx: AuditContext, seq: int, timing) -> str | None:
     """One kind of run: each timed run's profile must follow from its raw output (the adapter's pure
     normalize), and each per-run reduction (``{label}:hot_s``, ``{label}:reach_s``) from that profile,
     the run's wall time and the campaign's attribution (``pw.rules.attribution``)."""
+    import hashlib
+
+    from adapters.registry import adapter_by_name
+    from ledger.profile import decode_profile, encode_profile
+    from pw.app.campaign import Profiling
+
     try:
         adapter = adapter_by_name(timing.profiler.adapter)
     except KeyError as exc:
@@ -331,6 +345,10 @@ def timed_runs_divergence(ctx: AuditContext, seq: int, timing) -> str | None:
 
 def _merged_divergence(ctx: AuditContext, seq: int, data, single: set) -> str | None:
     """A profile that sums several runs must sum exactly runs recorded before it, of its target."""
+    import hashlib
+
+    from ledger.profile import decode_profile, encode_profile, merge_profiles
+
     strays = [p[:12] for p in data.parts if (data.target, data.adapter, p) not in single]
     if strays:
         return (f"event seq {seq}: the merged {data.adapter} profile of {data.target} sums {', '.join(strays)}, "
@@ -348,6 +366,8 @@ def check_resolutions(ctx: AuditContext) -> str | None:
     """Replay how every reprofile was sized: the speedup it resolved follows from the campaign, and
     each look's samples, shares and decision follow from the recorded single-run profiles and the
     rule (``pw.rules.resolution``)."""
+    from ledger import events as ev
+
     for i, env in enumerate(ctx.events):
         if isinstance(env.data, ev.ReprofileResolved):
             problem = _resolution_divergence(ctx, i, env.data)
@@ -357,6 +377,12 @@ def check_resolutions(ctx: AuditContext) -> str | None:
 
 
 def _resolution_divergence(ctx: AuditContext, i: int, r) -> str | None:
+    from ledger import events as ev
+    from ledger.profile import decode_profile, merge_profiles
+    from projections.profile_diff import diff_profiles
+    from pw.rules import judge
+    from pw.rules import resolution as rz
+
     before = ctx.events[:i]
     verdict, speedup = judge.saving_to_resolve(before, r.target)
     if speedup != r.speedup:
@@ -435,6 +461,9 @@ def check_sources(ctx: AuditContext) -> str | None:
     its latest verdict judged (its patch is raw evidence, checked above, and variants/<id>.patch a
     projection of it). A candidate whose latest verdict is a repairable rejection may be edited
     (a repair in progress): said in a note."""
+    from ledger import events as ev
+    from pw.workload import workspace
+
     started = next((e.data for e in ctx.events if isinstance(e.data, ev.RunStarted)), None)
     if started is not None:
         base = ctx.run.path / "baseline"
@@ -496,6 +525,8 @@ def check_anchor(ctx: AuditContext) -> str | None:
     """The ledger's history extends every head anchored for it outside the run directory
     (``ledger.anchor``: the log, and the heads given with ``--anchor``): a ledger rewritten and
     re-sealed since, by anyone who could write the run directory, no longer does."""
+    from ledger import anchor
+
     heads = {env.seq: env.hash for env in ctx.events}
     logged = anchor.anchors_for(ctx.run.ledger_path)
     wanted = [(a.seq, a.hash, f"by `pw {a.command}` at {a.at} in {anchor.log_path()}") for a in logged]

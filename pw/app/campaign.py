@@ -35,11 +35,8 @@ from ledger.evidence import EvidenceStore
 from ledger.profile import decode_profile, encode_profile
 from pw.rules import attribution as attr
 from pw.rules.contention import OTHERS, RUN_QUEUE, STEAL
-from pw.stats.order import interleaved_order, interleaved_triples
 from pw.workload import containment, output_check
 from pw.workload import steps as execute
-from pw.workload.differential import compare_outputs
-from pw.workload.holdouts import draw_pair_inputs
 
 # An operation metric's floor: a run in which the operation's code took no sample at all.
 OPERATION_FLOOR_S = 1e-6
@@ -111,6 +108,8 @@ def campaign_seed(run_id: str, cid: str, attempt: int, purpose: str) -> int:
 def _pair_mismatch(contract: Contract, cand: execute.RunOutcome, base: execute.RunOutcome, argv: list[str],
                    i: int, label: str) -> str | None:
     """Why an arm's output in pair i differs from the reference's on the same fresh input."""
+    from pw.workload.differential import compare_outputs
+
     cmp = compare_outputs(contract, cand, base)
     if cmp.passed and cmp.lines > 0:
         return None
@@ -224,6 +223,9 @@ def run_pairs(
     With ``input_seed`` and a generator matching the timed argv, pair i runs its own fresh input in
     every arm, and each arm's output must match the reference's in that pair: no timed run is
     predictable or unchecked. The seed and the inputs are recorded in the conditions."""
+    from pw.stats.order import interleaved_order, interleaved_triples
+    from pw.workload.holdouts import draw_pair_inputs
+
     arms = _Arms(baseline, candidate, hybrid)
     order = (interleaved_triples if hybrid is not None else interleaved_order)(first + pairs, seed)[first:]
     pair_inputs = draw_pair_inputs(contract, input_seed, first + pairs) if input_seed is not None else None

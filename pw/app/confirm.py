@@ -13,7 +13,6 @@ intervals. They are recorded (purpose "unprofiled") and read by no gate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import msgspec
@@ -30,7 +29,6 @@ from pw.app.run import RunHandle
 from pw.app.targets import reference_target, run_checks, secret_seed, tool_versions, workspace_target
 from pw.rules import stopping
 from pw.rules.candidates import check_id
-from pw.stats.paired import t_interval_log
 from pw.workload import steps as execute
 from pw.workload import workspace
 
@@ -97,6 +95,10 @@ def _unprofiled(handle: RunHandle, state: RunState, cid: str, target: execute.Ta
                 progress) -> tuple[RunState, float | None]:
     """UNPROFILED_PAIRS pairs without a profiler, and their comparison with the profiled verdict
     (recorded; read by no gate, shown in the report)."""
+    import math
+
+    from pw.stats.paired import t_interval_log
+
     contract = state.run.contract
     reference = reference_target(handle, state, state.candidates[cid])
     progress(f"{UNPROFILED_PAIRS} unprofiled pairs (the program as the user runs it)")

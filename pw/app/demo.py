@@ -15,12 +15,7 @@ from pathlib import Path
 import msgspec
 
 from ledger.errors import InputError, ToolError
-from pw.app.confirm import confirm
-from pw.app.evaluate import evaluate
-from pw.app.plots import draw_all
-from pw.app.prepare import prepare
 from pw.app.run import RunHandle
-from pw.app.start import StartOptions, start
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_WORKLOAD = REPO / "workloads" / "matmul-c"
@@ -62,6 +57,12 @@ def apply_patch(patch: Path, workspace: Path) -> None:
 
 
 def run_demo(runs_dir: str, progress: Callable[[str], None] = lambda _m: None) -> DemoResult:
+    from pw.app.confirm import confirm
+    from pw.app.evaluate import evaluate
+    from pw.app.plots import draw_all
+    from pw.app.prepare import prepare
+    from pw.app.start import StartOptions, start
+
     if not DEMO_WORKLOAD.is_dir():
         raise InputError(f"{DEMO_WORKLOAD}: the bundled demo workload is missing (run pw from a repository checkout)")
     started = start(StartOptions(workload=str(DEMO_WORKLOAD), runs_dir=runs_dir), progress)

@@ -18,15 +18,8 @@ the kernel's device time fell.
 
 from __future__ import annotations
 
-from adapters.registry import installed_specs
 from ledger import events as ev
-from ledger.profile import decode_profile
-from projections.overhead import timed_wall
-from pw.app.overheads import factors_for
-from pw.app.profile_baseline import baseline_runtime
-from pw.rules import routing
 from pw.workload import capture as profiling
-from pw.workload import workspace
 from pw.workload.steps import Target
 
 
@@ -51,6 +44,8 @@ def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: st
                      argv: list[str] | None = None) -> profiling.ProfileResult:
     """``profiled`` (the timed build, or its -g twin) captured with ``adapter``, or ``timed``'s
     byte-identical executable's earlier capture reused; the overhead and the hash recorded either way."""
+    from projections.overhead import timed_wall
+
     contract = state.run.contract
     exe = profiling.executable_digest(contract, timed)
     source = reuse_source(state, timed, adapter) if reuse else None
@@ -65,6 +60,11 @@ def capture_or_reuse(handle, state, timed: Target, profiled: Target, adapter: st
 def diagnosis_adapter(handle, state, discovery: str, progress=lambda _m: None) -> str | None:
     """The adapter that answered the baseline's diagnosis (not the discovery one, not Nsight
     Compute, which has its own filtered path), when the cost model allows a candidate reprofile."""
+    from adapters.registry import installed_specs
+    from pw.app.overheads import factors_for
+    from pw.app.profile_baseline import baseline_runtime
+    from pw.rules import routing
+
     answered = [p.adapter for p in state.profiles.values() if p.target == "baseline"
                 and p.adapter not in (discovery, "ncu")]
     if not answered:
@@ -81,6 +81,8 @@ def diagnosis_adapter(handle, state, discovery: str, progress=lambda _m: None) -
 def diagnose(handle, state, target: Target, progress, *, reuse: bool = True):
     """The candidate's capture with the baseline's diagnosis adapter, recorded (or the state as it
     was when there is none or it does not fit the budget)."""
+    from pw.workload import workspace
+
     discovery = state.routing.get("discovery")
     adapter = diagnosis_adapter(handle, state, discovery.chosen if discovery else "", progress)
     if adapter is None:
@@ -96,12 +98,16 @@ def diagnose(handle, state, target: Target, progress, *, reuse: bool = True):
 def gpu_counters(handle, state, target: Target, progress):
     """A GPU hotspot diagnosed with Nsight Compute at baseline gets the same filtered capture on the
     candidate, so the report can say which counter moved (why the kernel's device time fell)."""
+    from pw.workload import workspace
+
     hot = state.hotspot
     if hot is None or not any(n.target == "baseline" and n.adapter == "ncu" for n in state.profiles.values()):
         return state
     launches = 0
     base = state.profiles.get(f"baseline:{state.routing['discovery'].chosen}") if "discovery" in state.routing else None
     if base is not None:
+        from ledger.profile import decode_profile
+
         op = decode_profile(handle.evidence.get(base.profile_sha256)).operation(hot.operation)
         launches = int(op.self_metrics.get("kernel_launches", 0)) if op is not None else 0
     progress("counters with ncu")

@@ -12,7 +12,6 @@ continues the same attempt from the last recorded stage (``resume``); the judgem
 from __future__ import annotations
 
 import shutil
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,12 +19,10 @@ import msgspec
 
 from ledger import events as ev
 from ledger.errors import InputError, RejectedCommand, WorkloadError
-from ledger.profile import decode_profile, encode_profile, merge_profiles, mergeable
-from projections.state import RunState, cumulative
+from projections.state import RunState
 from pw.agent.source.claims import claim_findings
 from pw.app import campaign, diagnosis, hybrid, profiled, timing_blocks
 from pw.app.judging import judge_candidate
-from pw.app.profile_baseline import source_and_brief
 from pw.app.resume import Attempt, attempt_in_progress, evaluation_lock
 from pw.app.run import RunHandle
 from pw.app.targets import (
@@ -37,12 +34,10 @@ from pw.app.targets import (
     stable_reference,
     tool_versions,
 )
-from pw.rules import candidates, stopping
-from pw.rules import hotspot as hs
+from pw.rules import candidates
 from pw.rules.judge import same_image
 from pw.workload import correctness, diffing, workspace
 from pw.workload import steps as execute
-from pw.workload.holdouts import draw_holdouts, drawn_from
 
 
 class EvaluateResult(msgspec.Struct, frozen=True):
@@ -71,6 +66,8 @@ class EvaluateResult(msgspec.Struct, frozen=True):
 def draw_fresh_holdouts(handle: RunHandle, state: RunState, target: str, binary_sha256: str | None):
     """(state, inputs): fresh inputs from the manifest's generators, drawn now and recorded as
     `HoldoutsDrawn`; no event and no inputs without generators."""
+    from pw.workload.holdouts import draw_holdouts, drawn_from
+
     generators = drawn_from(state.run.contract)
     if not generators:
         return state, []
@@ -206,6 +203,8 @@ def _time(handle: RunHandle, state: RunState, cid: str, attempt: int, target: ex
 def merged_profiles(evidence, timing: ev.TimingRecorded) -> list[ev.ProfileNormalized]:
     """Each arm's profile over all its timed runs (what the report, `pw inspect` and the refreshed
     brief show of it): the runs' profiles summed, recorded with their parts."""
+    from ledger.profile import decode_profile, encode_profile, merge_profiles, mergeable
+
     if timing.profiler is None:
         return []
     out = []
@@ -259,6 +258,13 @@ def refresh_brief(handle: RunHandle, state: RunState, cid: str, progress) -> tup
     runs on its workspace for new targets and slices; the brief (same token budget) says what the
     next `ID:current:...` idea starts from. Recorded as SourceTargetsEmitted/BriefEmitted for `cid`;
     written as candidates/<id>/agent-brief.txt."""
+    import statistics
+
+    from ledger.profile import decode_profile
+    from projections.state import cumulative
+    from pw.app.profile_baseline import source_and_brief
+    from pw.rules import hotspot as hs
+
     cand = state.candidates[cid]
     prof = next((p for p in state.profiles.values() if p.target == cid), None)
     if prof is None:
@@ -285,6 +291,8 @@ def refresh_brief(handle: RunHandle, state: RunState, cid: str, progress) -> tup
 
 
 def _cumulative_fields(state: RunState, cid: str) -> dict:
+    from projections.state import cumulative
+
     cum = cumulative(state, cid)
     return {
         "reference": state.candidates[cid].verdict.reference,
@@ -319,6 +327,8 @@ def more(
     a part that continues the last one, and the whole campaign is judged again: the anytime-valid
     intervals stay valid however many times a campaign is continued.
     """
+    from pw.rules import stopping
+
     candidates.check_id(cid)
     with evaluation_lock(handle, cid), handle.stage():
         state = handle.refresh()
@@ -374,6 +384,8 @@ def more(
 def _continuable(handle: RunHandle, state: RunState, cid: str):
     """The candidate, and the seq and merged parts of its campaign, when `--more` may continue it:
     a campaign that ran out of its budget, undecided (inconclusive) or with the mechanism undecided."""
+    from pw.rules import stopping
+
     cand = state.candidates.get(cid)
     if cand is None or cand.verdict is None or cand.diff is None:
         raise RejectedCommand(f"candidate {cid!r} has no evaluation to continue; run `pw evaluate {handle.path} {cid}`")

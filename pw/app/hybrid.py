@@ -26,7 +26,7 @@ from projections.state import RunState
 from pw.agent.source import regions
 from pw.app import profiled
 from pw.app.run import RunHandle
-from pw.app.targets import hidden_dirs, stable_reference
+from pw.app.targets import hidden_dirs
 from pw.workload import correctness, diffing, workspace
 from pw.workload import steps as execute
 
@@ -111,6 +111,8 @@ def prepare(handle: RunHandle, state: RunState, cid: str, attempt: int, candidat
 
 
 def _stable(handle: RunHandle, state: RunState) -> str | None:
+    from pw.app.targets import stable_reference
+
     return stable_reference(handle, state)
 
 

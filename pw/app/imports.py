@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from adapters.partial import PartialAdapter
-from adapters.registry import adapter_by_name, partial_adapters
+from adapters.registry import partial_adapters
 from ledger import events as ev
 from ledger.errors import InputError, RejectedCommand
 from ledger.profile import encode_profile
@@ -103,6 +103,8 @@ def referenced_files(profile) -> list[str]:
 
 def renormalize_import(evidence, imported: ev.ProfileImported) -> bytes:
     """The profile an imported event's stored artifacts normalize to today (for `pw audit`)."""
+    from adapters.registry import adapter_by_name
+
     adapter = adapter_by_name(imported.adapter)
     artifacts = {role: evidence.get(sha) for role, sha in imported.artifacts.items()}
     return encode_profile(adapter.normalize(artifacts, "", imported.target, known_files=imported.files))

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ledger.errors import PWError
-from ledger.store import Ledger
-from projections.overhead import Observed, factors, observed_overheads
+from projections.overhead import Observed, observed_overheads
 
 
 def observed_in(runs_dir: Path, *, exclude: Path | None = None) -> dict[str, Observed]:
@@ -22,10 +20,15 @@ def observed_in(runs_dir: Path, *, exclude: Path | None = None) -> dict[str, Obs
 def factors_for(run_path: Path, runtime_s: float, own_events=()) -> dict[str, float]:
     """The measured factors routing uses for a run whose program takes ``runtime_s``: from its runs
     directory's other runs and its own events, measured on programs of about that length."""
+    from projections.overhead import factors
+
     return factors(observed_overheads([*_events_of(run_path.parent, exclude=run_path), *own_events]), runtime_s)
 
 
 def _events_of(runs_dir: Path, *, exclude: Path | None = None):
+    from ledger.errors import PWError
+    from ledger.store import Ledger
+
     out = []
     for path in sorted(runs_dir.glob("*/ledger.jsonl")) if runs_dir.is_dir() else []:
         if exclude is not None and path.parent.resolve() == exclude.resolve():

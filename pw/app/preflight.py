@@ -13,13 +13,13 @@ from pathlib import Path
 
 import msgspec
 
-from adapters.registry import installed_adapters
 from ledger import events as ev
-from projections.materialize import write_atomic
-from pw.workload import containment, host
+from pw.workload import host
 
 
 def probe_profilers() -> list[ev.ProfilerProbe]:
+    from adapters.registry import installed_adapters
+
     probes = []
     for adapter in installed_adapters():
         u = adapter.probe()
@@ -43,6 +43,8 @@ def cache_key(host_info: ev.Host, tools: list[ev.ToolInfo], workload_digest: str
 def with_sandbox(result: ev.PreflightCompleted) -> ev.PreflightCompleted:
     """The sandbox found now (probed for real, ~10 ms, never taken from the cache: a sandbox that
     stopped working must not be reported as there)."""
+    from pw.workload import containment
+
     found = containment.probe()
     return msgspec.structs.replace(
         result, sandbox=containment.describe(found) if found.sandbox is not None else None,
@@ -69,6 +71,7 @@ def run_preflight(host_info: ev.Host, workload_digest: str, cache_dir: Path) -> 
         gpu=host.gpu_name(),
         profilers=probe_profilers(),
     )
+    from projections.materialize import write_atomic
 
     write_atomic(cached, msgspec.json.encode(result))
     return with_sandbox(result)

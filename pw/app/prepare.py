@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import msgspec
 
 from ledger import events as ev
-from ledger.errors import RejectedCommand
 from pw.app.run import RunHandle
 from pw.rules import candidates
 from pw.workload import workspace
@@ -50,6 +48,8 @@ def prepare(handle: RunHandle, texts: list[str]) -> list[Prepared]:
             if parent != "baseline":
                 recorded = state.candidates[parent].diff
                 if recorded is not None and recorded.source_sha256 != digest:
+                    from ledger.errors import RejectedCommand
+
                     raise RejectedCommand(
                         f"parent {parent!r} was edited after its evaluation; evaluate it again or choose another parent"
                     )
@@ -77,6 +77,8 @@ def prepare(handle: RunHandle, texts: list[str]) -> list[Prepared]:
             out.append(Prepared(spec.id, parent, str(dest), editable, targets))
         handle.record(state, events)
     except BaseException:
+        import shutil
+
         for path in made:  # nothing half-made: no workspace without its event
             shutil.rmtree(path, ignore_errors=True)
         raise

@@ -16,28 +16,15 @@ from dataclasses import dataclass
 
 import msgspec
 
-from adapters import ncu
 from adapters.base import Usability
 from adapters.registry import installed_specs
 from ledger import events as ev
-from ledger.errors import InputError
 from ledger.profile import Profile
-from projections.overhead import timed_wall
-from pw.agent.brief import render_brief
-from pw.agent.source import c_family
-from pw.agent.source.locator import locate
-from pw.agent.tokens import TOKENIZER, count_tokens
-from pw.app.overheads import factors_for
 from pw.app.run import RunHandle
 from pw.rules import hotspot as hs
 from pw.rules import routing
-from pw.rules.candidates import is_editable, protected_files
-from pw.rules.mechanisms import rank_mechanisms
 from pw.workload import capture as profiling
-from pw.workload import debug_build
 from pw.workload.capture import language_of  # noqa: F401 - where callers found it
-from pw.workload.compare import decode_streams, is_bundle
-from pw.workload.differential import short_statement
 from pw.workload.steps import Target
 
 
@@ -81,6 +68,8 @@ def timed_per_run(state) -> tuple[float | None, str | None, float | None]:
 
 
 def _editable_files(state, target: Target) -> set[str]:
+    from pw.rules.candidates import is_editable, protected_files
+
     contract = state.run.contract
     protected = protected_files(contract)
     return {f for f in target.files if is_editable(f, contract) and f not in protected}
@@ -101,6 +90,9 @@ def _answered_rung(decision: routing.RoutingDecision, profile: Profile) -> routi
 
 def profile_stage(handle: RunHandle, state, target: Target, progress: Callable[[str], None]) -> list[ev.Payload]:
     """Discovery, the diagnosis climbs from it, the hotspot, then its source targets and the brief."""
+    from projections.overhead import timed_wall
+    from pw.app.overheads import factors_for
+
     contract = state.run.contract
     language = language_of(contract.run.argv, contract.source.editable)
     usable = usability_from(state.preflight)
@@ -183,6 +175,7 @@ def _debug_build(handle: RunHandle, contract, target: Target, language: str, pro
     """The -g build a native program is profiled in (None for other languages)."""
     if language != "native":
         return None
+    from pw.workload import debug_build
 
     progress("profile: checking the build for debug info")
     return debug_build.make(contract, target, handle.evidence, handle.logs, handle.path / "scratch")
@@ -289,6 +282,8 @@ def kernel_file(root, editable: list[str], name: str) -> str | None:
 def ncu_view(handle: RunHandle, captured: ev.ProfileCaptured, share: float) -> dict | None:
     """The Nsight Compute diagnostic and roofline of the profiled kernel, from the stored raw CSVs
     (what `pw inspect --section ncu` shows and the brief's limiter line)."""
+    from adapters import ncu
+
     arts = {role: handle.evidence.get(sha) for role, sha in captured.artifacts.items()
             if role in (ncu.RAW_ROLE, ncu.DETAILS_ROLE)}
     return gpu_summary(arts, share)
@@ -296,6 +291,8 @@ def ncu_view(handle: RunHandle, captured: ev.ProfileCaptured, share: float) -> d
 
 def gpu_summary(arts: dict[str, bytes], share: float) -> dict | None:
     """Pure half of ``ncu_view``: the diagnostic and roofline of the last profiled launch."""
+    from adapters import ncu
+
     diags = ncu.diagnose_artifacts(arts)
     if not diags:
         return None
@@ -358,6 +355,10 @@ def build_defines(logs) -> frozenset[str] | None:
 def locate_symbol(root, files: list[str], contract, name: str, defines):
     """Source targets for a hotspot known by its symbol only: the first editable file whose parse
     defines a function of that name (C family and Python)."""
+    from ledger.errors import InputError
+    from pw.agent.source.locator import locate
+    from pw.rules.candidates import is_editable
+
     for rel in files:
         if not is_editable(rel, contract) or not rel.endswith((".c", ".cc", ".cpp", ".cxx", ".cu", ".py")):
             continue
@@ -371,6 +372,8 @@ def locate_symbol(root, files: list[str], contract, name: str, defines):
 def _definitions(root, profile: Profile) -> dict[str, list[tuple[str, int, int]]]:
     """(name, first line, last line) of every function the parser finds in the C-family files the
     profile has line costs in."""
+    from pw.agent.source import c_family
+
     out: dict[str, list[tuple[str, int, int]]] = {}
     for rel in sorted({lc.file for lc in profile.lines}):
         path = root / rel
@@ -404,6 +407,9 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
                      *, label: str = "baseline", slices_dir: str = "source-slices/", extra: dict | None = None):
     """Source targets, slices and the agent brief for `label`'s tree (the baseline at start; the
     current best after a verified candidate, with `extra` numbers saying which and how fast)."""
+    from pw.agent.brief import render_brief
+    from pw.agent.tokens import TOKENIZER, count_tokens
+
     line_shares = _line_shares(line_profile, hot.operation)
     located = _locate_hotspot(handle, state, target, hot, line_shares)
     mech_dicts = _ranked_mechanisms(located, hot, line_profile, line_shares)
@@ -431,6 +437,8 @@ def source_and_brief(handle, state, target, hot, discovery: Profile, line_profil
 def _locate_hotspot(handle, state, target, hot, line_shares: list[dict]):
     """The hotspot's source ranges in the tree, by its file and hot lines; by its symbol when the
     profile had no line info; None when neither is known."""
+    from pw.agent.source.locator import locate
+
     contract = state.run.contract
     hot_lines = sorted(h["line"] for h in line_shares)
     defines = build_defines(handle.logs)
@@ -446,6 +454,9 @@ def _locate_hotspot(handle, state, target, hot, line_shares: list[dict]):
 def _brief_numbers(handle, state, target, hot, discovery: Profile, adapter: str, line_shares: list[dict],
                    mech_dicts: list[dict], located, slices_info, gpu: dict | None, build) -> dict:
     """Every number the brief renders, in the order it renders them."""
+    from pw.rules.candidates import is_editable, protected_files
+    from pw.workload.differential import short_statement
+
     run = state.run
     contract = run.contract
     probe = next((p for p in state.preflight.profilers if p.name == adapter), None)
@@ -524,6 +535,8 @@ def largest_beside(profile: Profile, hot, editable: set[str]) -> dict | None:
     return {"name": best.name, "share": round(share, 6)} if share >= 0.05 else None
 def _oracle_vary(handle, state) -> dict[str, list[int]]:
     """The lines the baseline's inferred oracle set aside as varying (from its stored bundle)."""
+    from pw.workload.compare import decode_streams, is_bundle
+
     oracle = state.oracles.get("baseline")
     if oracle is None or not oracle.output_sha256 or not handle.evidence.has(oracle.output_sha256):
         return {}
@@ -547,6 +560,8 @@ def _time_split(state, discovery: Profile) -> dict:
 
 def _ranked_mechanisms(located, hot, line_profile: Profile, line_shares: list[dict]) -> list[dict]:
     """The mechanism catalog ranked against the hotspot's source facts and its measured metrics."""
+    from pw.rules.mechanisms import rank_mechanisms
+
     measurements: dict = {"hotspot_share": hot.share, "hotspot_symbol": hot.name,
                           "line_shares": {h["line"]: h["share"] for h in line_shares}}
     op = line_profile.operation(hot.operation)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import msgspec
 
-from adapters.base import Usability
 from adapters.registry import adapter_by_name
 from ledger import events as ev
 from projections.state import RunState
@@ -35,6 +34,8 @@ def timed_adapter(state: RunState) -> str | None:
 
 
 def usable_timed_adapter(state: RunState) -> str | None:
+    from adapters.base import Usability
+
     usable = {p.name: Usability(usable=p.usable, reason=p.reason, version=p.version or "", mode=p.mode or "")
               for p in (state.preflight.profilers if state.preflight else [])}
     contract = state.run.contract

@@ -14,7 +14,6 @@ import errno
 import hashlib
 import os
 import shutil
-import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,20 +31,13 @@ from ledger.errors import (
     WorkloadError,
     disk_error,
 )
-from projections.state import RunState, initial
+from projections.state import RunState
 from pw import diagnostics
 from pw.app import campaign, profiled
-from pw.app.damage import advice
-from pw.app.preflight import run_preflight
-from pw.app.profile_baseline import profile_stage
 from pw.app.run import RunHandle
-from pw.app.runpath import resolve_run
-from pw.app.targets import secret_seed
 from pw.rules import stages as decide
-from pw.workload import build_log, containment, correctness, workspace
+from pw.workload import containment, correctness, workspace
 from pw.workload import steps as execute
-from pw.workload.compare import decode_streams, is_bundle, timer_labels, unchecked_text
-from pw.workload.holdouts import draw_holdouts, drawn_from
 from pw.workload.host import host_info
 from pw.workload.inference import infer_contract, slug
 from pw.workload.manifest import MANIFEST, load_manifest, place_in_root
@@ -178,11 +170,14 @@ def create_run(opts: StartOptions, progress: Progress) -> RunHandle:
 
 
 def _empty():
+    from projections.state import initial
+
     return initial()
 
 
 def baseline_target(handle: RunHandle, run: ev.RunStarted) -> execute.Target:
     files = workspace.source_files(handle.path / "baseline")
+    from pw.workload import containment
 
     return execute.Target(
         label="baseline", src_dir=handle.path / "baseline", build_dir=handle.path / "build" / "baseline", files=files,
@@ -300,6 +295,8 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
     stage = _Stage(handle, progress, skipped, completed)
     scratch = handle.path / "scratch"
 
+    from pw.app.preflight import run_preflight
+
     cache_dir = Path(opts.runs_dir) / ".preflight-cache"
     state = stage(state, "preflight", _digest([run.host, run.source_sha256]),
                   lambda: [run_preflight(run.host, run.source_sha256, cache_dir)])
@@ -315,6 +312,9 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
         drawn: list[ev.Payload] = []
         fresh: list[list[str]] = []
         if contract.oracle.generators:
+            from pw.app.targets import secret_seed
+            from pw.workload.holdouts import draw_holdouts, drawn_from
+
             seed = secret_seed()
             fresh = draw_holdouts(drawn_from(contract), seed)
             drawn = [ev.HoldoutsDrawn(target="baseline", binary_sha256=binary, seed=seed, inputs=fresh)]
@@ -333,6 +333,8 @@ def run_stages(handle: RunHandle, opts: StartOptions, progress: Progress) -> Sta
                   do_timing)
 
     if opts.profile:
+        from pw.app.profile_baseline import profile_stage
+
         state = stage(state, "profile", _digest([binary, "profile-v1"]),
                       lambda: profile_stage(handle, state, target, progress))
 
@@ -345,6 +347,7 @@ def _build_baseline(handle: RunHandle, contract: Contract, target: execute.Targe
     built = execute.build(contract, target, handle.evidence, handle.logs)
     if built.outcome == "ok":
         return [built]
+    from pw.workload import build_log
 
     last = built.steps[-1]
     what = "timed out" if last.timed_out else f"failed (exit {last.exit_code}, signal {last.signal})"
@@ -393,6 +396,8 @@ def _ready(handle: RunHandle, state: RunState, run: ev.RunStarted, skipped: list
 def varying_notes(handle: RunHandle, contract: Contract, oracle: ev.OracleChecked | None) -> list[str]:
     """The lines the inferred oracle set aside because they vary run to run, and, for a run timed
     by its wall clock, the labelled timer among them offered as the region to time instead."""
+    from pw.workload.compare import decode_streams, is_bundle, timer_labels, unchecked_text
+
     if oracle is None or not oracle.output_sha256 or not handle.evidence.has(oracle.output_sha256):
         return []
     stored = handle.evidence.get(oracle.output_sha256)
@@ -416,6 +421,7 @@ def region_warnings(contract: Contract, state: RunState) -> list[str]:
     the device work the profile found in one run: it times something besides the kernels."""
     if contract.metric.kind != "roi":
         return []
+    import statistics
 
     timing = next((t for t in state.timings if t.purpose == "baseline-variance"), None)
     xs = list(timing.samples.get("baseline", [])) if timing is not None else []
@@ -452,12 +458,15 @@ def start(opts: StartOptions, progress: Progress = lambda _: None) -> StartResul
 
 
 def _resumed(opts: StartOptions) -> RunHandle:
+    from pw.app.runpath import resolve_run
+
     handle = RunHandle(resolve_run(opts.resume).path)
     if not handle.ledger.exists():
         raise InputError(f"--resume {opts.resume}: expected a run directory made by `pw start`")
     try:
         state = handle.state()
     except LedgerCorrupt as exc:  # name the file, as every other error does
+        from pw.app.damage import advice
 
         detail = str(exc).removeprefix("ledger: ")
         if isinstance(exc, TornTail):

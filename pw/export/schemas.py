@@ -14,8 +14,6 @@ from typing import Any
 
 import msgspec
 
-from ledger.events import EVENT_TYPES, Envelope
-
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 
 # run file name pattern -> "module:Type". The first matching pattern wins.
@@ -55,6 +53,8 @@ def type_for_file(path: Path) -> type | None:
 
 
 def _schema_targets() -> dict[str, Any]:
+    from ledger.events import EVENT_TYPES, Envelope
+
     targets: dict[str, Any] = {"envelope": Envelope}
     for name, cls in sorted(EVENT_TYPES.items()):
         targets[f"event.{name}.v{cls.VERSION}"] = cls

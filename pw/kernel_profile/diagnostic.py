@@ -13,19 +13,20 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ledger.kernel_events import SampleStats, Telemetry
-from pw.kernel_profile import kineto, nvml
+from pw.kernel_profile import kineto
 from pw.kernel_profile.protocol import Job, Measurement
-from pw.kernel_profile.runners.compute import library_provenance
 from pw.kernel_profile.runners.context import Context
-from pw.kernel_profile.timing import Timer, sample_stats, telemetry_of
 
 
 def run_window(ctx: Context, inv, job: Job) -> Measurement:
+    import numpy as np
     import torch
     from torch.profiler import ProfilerActivity, profile
+
+    from pw.kernel_profile import nvml
+    from pw.kernel_profile.runners.compute import library_provenance
+    from pw.kernel_profile.timing import Timer, sample_stats, telemetry_of
 
     out = Path(job.measure_dir)
     s = ctx.settings

@@ -21,7 +21,6 @@ from pathlib import Path
 import msgspec
 
 from ledger.errors import InputError, ToolError
-from pw.kernel_profile import nvml
 from pw.kernel_profile.protocol import Done, Failed, Job, JobSpec, Settings, Started, WorkerLine
 from pw.kernel_profile.registry import Entry
 
@@ -51,6 +50,8 @@ class Devices:
 
 def choose_devices() -> Devices:
     """`PW_PROFILE_GPUS` pins devices (bypassing the idle guard, with a warning); else NVML's idle ones."""
+    from pw.kernel_profile import nvml
+
     pinned = os.environ.get("PW_PROFILE_GPUS", "").strip()
     if pinned:
         try:

@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 from ledger.errors import InputError, ToolError
-from pw.kernel_profile import executor
 from pw.kernel_profile.protocol import Done, JobSpec, Settings
 from pw.kernel_profile.registry import Entry
 from pw.kernel_profile.specs import as_dict
@@ -17,6 +16,8 @@ OUTPUTS = ("runtimes.csv", "telemetry.csv", "summary.json", "runtime.png", "tele
 
 def measure(entry: Entry, specs: list, out: Path, *, duration_s: float, telemetry_hz: float,
             settings: Settings) -> dict:
+    from pw.kernel_profile import executor
+
     if entry.kernel_kind == "comm":
         raise InputError(f"{entry.table}/{entry.backend}: a comm kernel; measure accepts only compute kernels "
                          "timed through the CUPTI timer")

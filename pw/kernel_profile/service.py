@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import uuid
 from dataclasses import dataclass
 
 import msgspec
 
-from ledger.errors import InputError, ToolError
+from ledger.errors import InputError
 from ledger.kernel_events import KernelMeasured, KernelMeasurementFailed, SampleStats, Telemetry
-from pw.kernel_profile import executor, nvml, registry
+from pw.kernel_profile import executor, registry
 from pw.kernel_profile.cache import Cache, key_for, verify
 from pw.kernel_profile.protocol import Done, Failed, Settings
 from pw.kernel_profile.registry import Entry
@@ -41,6 +40,7 @@ def resolve_gpu(gpu_name: str | None, devices: list[int] | None = None) -> GpuKe
         if not gpu_name.strip():
             raise InputError("--gpu-name: empty (expected a database GPU key such as H200)")
         return GpuKey(gpu_name.strip(), "argument")
+    from pw.kernel_profile import nvml
 
     pinned = os.environ.get("PW_PROFILE_GPUS", "").strip()
     try:
@@ -174,6 +174,10 @@ def autotune_summary(results: list[dict]) -> dict | None:
 def _store(cache: Cache, events: list) -> None:
     """Append to the cache ledger; a failure here (a disk that filled, a mount gone read-only
     mid-run) must not lose the GPU time: the events go to a file that the error names."""
+    import tempfile
+
+    from ledger.errors import ToolError
+
     try:
         cache.ledger.append(events, expected_seq=None, actor="kernel-profile")
     except OSError as exc:

@@ -13,7 +13,7 @@ import msgspec
 
 from ledger.contract import Contract
 from ledger.errors import InputError, RejectedCommand
-from projections.state import CandidateState, RunState, cumulative
+from projections.state import CandidateState, RunState
 
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 RESERVED_IDS = frozenset({"baseline", "current"})
@@ -56,6 +56,8 @@ def check_id(cid: str) -> None:
 def best_verified(state: RunState) -> str | None:
     """The verified candidate with the largest speedup over the baseline (cumulative along its
     chain of parents), or None."""
+    from projections.state import cumulative
+
     best, best_speedup = None, 0.0
     for cid, cand in sorted(state.candidates.items()):
         v = cand.confirmation or cand.verdict

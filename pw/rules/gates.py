@@ -38,7 +38,6 @@ from typing import Any
 import msgspec
 
 from ledger.events import GateResult
-from pw.rules import gates_reprofiled
 from pw.rules.gate_facts import (
     AMDAHL_SLACK,
     COLLATERAL_MIN_SHARE,
@@ -65,7 +64,6 @@ from pw.rules.gate_facts import (
     whole_run_collateral,
 )
 from pw.rules.rulesets import GATE_RULES, RULE_VERSIONS, RuleSet, UnknownRules, rule_set
-from pw.stats.adaptive import one_sided
 from pw.stats.shares import Fraction, fraction, mean
 
 __all__ = ["GATE_NAMES", "GATE_RULES", "RULE_VERSIONS", "GateInputs", "PairFacts", "UnknownRules",
@@ -166,6 +164,8 @@ def decode_inputs(data: dict[str, Any], rules: int = GATE_RULES):
     """The recorded ``GatesEvaluated.inputs`` back as the inputs of their rules' gates (raises
     msgspec.ValidationError, UnknownRules)."""
     if rule_set(rules).evidence == "reprofiled":
+        from pw.rules import gates_reprofiled
+
         return gates_reprofiled.decode_inputs(data)
     return msgspec.convert(data, GateInputs)
 
@@ -174,6 +174,8 @@ def evaluate_gates(inputs, rules: int | RuleSet = GATE_RULES) -> list[GateResult
     """The six gates, in the order of ``GATE_NAMES``, under ``rules`` (a RuleSet or its version)."""
     rs = rules if isinstance(rules, RuleSet) else rule_set(rules)
     if rs.evidence == "reprofiled":
+        from pw.rules import gates_reprofiled
+
         return gates_reprofiled.evaluate_reprofiled(inputs, rs)
     return [correctness_gate(inputs), significance_gate(inputs, rs), _mechanism(inputs, rs),
             _no_collateral(inputs, rs), _attribution(inputs), reproducible_gate(inputs)]
@@ -195,6 +197,8 @@ def _carried(p: PairFacts, part: list[float], prior_scale: float | None) -> Frac
     asks one question, "more than half?", as the campaign's stopping rule does, and with the rule
     set's ``mechanism_prior_scale`` with the same statistic (rules 19: the speedup's mixture, so a
     campaign could stop "carried" on a fraction the gate then called undecided)."""
+    from pw.stats.adaptive import one_sided
+
     whole = [b - c for b, c in zip(p.reference_s, p.candidate_s)]
     return fraction(part, whole, scale=p.reference_s, confidence=one_sided(p.confidence),
                     prior_scale=p.prior_scale if prior_scale is None else prior_scale)

@@ -14,27 +14,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from ledger import events as ev
 from ledger.codec import canonical_json
 from ledger.metrics import metric as metric_spec
 from ledger.profile import decode_profile
-from projections.profile_diff import diff_profiles
-from projections.state import cumulative, fold
 from pw.rules import gate_facts as gf
 from pw.rules import gates as g
 from pw.rules import gates_reprofiled as gr
-from pw.rules import mechanisms, stopping
-from pw.rules.contention import contention_reason
-from pw.rules.gate_facts import COLLATERAL_MIN_SHARE
-from pw.rules.judge_pairs import admitted_analysis, pair_facts, profiles_of
+from pw.rules import stopping
 from pw.rules.rulesets import GATE_RULES, RuleSet, rule_set
 from pw.rules.verdict import reach_verdict
-from pw.stats import StatsInputError, analyze_pairs, log_ratios
 from pw.stats.adaptive import PAIRED_RULES
-from pw.stats.baseline_shift import baseline_shift, describe
-from pw.stats.paired import t_interval_log
 
 
 class Judgement(msgspec.Struct, frozen=True):
@@ -176,6 +167,7 @@ def profiles_needed(envelopes: list[ev.Envelope], cid: str) -> list[str]:
     diagnosis = [f[1].profile_sha256 for f in (s.reference_diagnosis, s.candidate_diagnosis)
                  if f is not None and s.reference_diagnosis is not None]
     if s.timing is not None and s.timing[1].profiler is not None:  # one kind of run: the runs' own profiles
+        from pw.rules.judge_pairs import profiles_of
 
         return [*profiles_of(s.timing[1]), *counters, *diagnosis]
     if s.candidate_profile is None or s.baseline_profile is None or s.hotspot is None:
@@ -197,6 +189,7 @@ def _run_shares(s: Selection, profiles: Mapping[str, bytes], diff, rs: RuleSet) 
     parts = _run_parts(s)
     if not rs.between_runs or not parts or diff is None:
         return {}
+    from pw.rules.gate_facts import COLLATERAL_MIN_SHARE
 
     m = diff.metric
     checked = [op.id for op in diff.operations
@@ -262,6 +255,8 @@ def _gpu_counter(s: Selection, profiles: Mapping[str, bytes], timeline_before, t
     if found is None:
         return None
     if rs.gpu_counter_catalog == "classes":
+        from pw.rules import mechanisms
+
         c = mechanisms.gpu_counter_facts(*found)
         return None if c is None else gf.CounterFacts(metric=c.metric, before=c.before, after=c.after,
                                                       direction=c.direction, mechanism=c.mechanism)
@@ -285,11 +280,14 @@ def _is_simulated(metric_id: str) -> bool:
 
 def analyze(timing: ev.TimingRecorded, cid: str, suffix: str = "") -> dict[str, Any] | None:
     """The paired analysis of one campaign, as recorded plain data (None below two pairs)."""
+    from pw.stats import StatsInputError, analyze_pairs
+
     base = timing.samples.get(timing.targets[0] + suffix, [])  # the reference: baseline, or the parent
     cand = timing.samples.get(cid + suffix, [])
     try:
         out = msgspec.to_builtins(analyze_pairs(base, cand, order=list(timing.order), seed=timing.seed))
         if timing.campaign is not None and not suffix:  # an adaptive campaign: its stopping rule decides
+            from pw.stats import log_ratios
 
             out = stopping.with_campaign(out, timing.campaign, log_ratios(base, cand))
     except StatsInputError:  # too few pairs, or a campaign rule this version does not know (audit says which)
@@ -315,6 +313,8 @@ def _uncontained(conditions: ev.TimingConditions | None) -> str | None:
 def baseline_shift_reason(reference: ev.TimingRecorded | None, timing: ev.TimingRecorded | None) -> str | None:
     """Why the campaign's baseline cannot be trusted as the reference (it ran slower than the
     baseline-variance stage of `pw start`, beyond noise), or None."""
+    from pw.stats.baseline_shift import baseline_shift, describe
+
     if timing is None or reference is None or reference.metric != timing.metric:
         return None
     shift = baseline_shift(list(reference.samples.get("baseline", [])), list(timing.samples.get("baseline", [])))
@@ -368,6 +368,8 @@ def _timed_wall(timing: ev.TimingRecorded | None, label: str) -> list[float]:
 
 def _arm(samples: list[float]) -> tuple[float | None, float | None]:
     """(median, standard deviation of the logs) of one arm's timed runs; None below two runs."""
+    import numpy as np
+
     vals = np.asarray([v for v in samples if v > 0], dtype=float)
     if vals.size < 2:
         return None, None
@@ -413,6 +415,10 @@ def _profile_consistency(s: Selection, cid: str, ref: str, rs: RuleSet) -> gr.Pr
 def _outside_roi(timing: ev.TimingRecorded, ref: str, cid: str, kind):
     """Gate rules 17: per pair, the candidate's whole-process seconds outside the region of interest
     less the baseline's (None without the launcher's wall time for every run, or under 3 pairs)."""
+    import numpy as np
+
+    from pw.stats.paired import t_interval_log
+
     walls = [timing.samples.get(f"{label}:wall_s") or [] for label in (ref, cid)]
     rois = [timing.samples.get(label) or [] for label in (ref, cid)]
     n = len(rois[0])
@@ -482,6 +488,10 @@ def _chain_doubt(envelopes: list[ev.Envelope], parent: str, analysis: dict[str, 
     parent back sits in both arms and passes the step's gates: an honest step over a particles-aos-c
     parent that moved work before the region (proposed under rules 17) was verified, cumulative
     4.32x (session 9's red team)."""
+    import math
+
+    from projections.state import cumulative, fold
+
     state = fold(envelopes)
     before = cumulative(state, parent)
     if before is None or not before.interval or before.interval[0] <= 0:
@@ -586,6 +596,8 @@ def _reprofiled_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: di
     timing, hot, base_prof, cand_prof = s.timing, s.hotspot, s.baseline_profile, s.candidate_profile
     profile_diff, diff_bytes, bp, cp = None, None, None, None
     if cand_prof and base_prof and hot:
+        from projections.profile_diff import diff_profiles
+
         bp = decode_profile(profiles[base_prof[1].profile_sha256])
         cp = decode_profile(profiles[cand_prof[1].profile_sha256])
         metric = hot[1].metric
@@ -613,6 +625,8 @@ def _reprofiled_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: di
 def _pair_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: dict[str, Any],
                  profiles: Mapping[str, bytes], wall) -> g.GateInputs:
     """Rules 19 on: the gate inputs of a campaign whose every timed run was profiled."""
+    from pw.rules.judge_pairs import pair_facts
+
     timing, run = s.timing, s.run[1]
     pairs = pair_facts(timing[1], profiles, run.host.cpus, _hybrid_status(s)) if timing else None
     profiler = timing[1].profiler if timing else None
@@ -656,6 +670,7 @@ def _verdict_checks(rs: RuleSet, s: Selection, envelopes, ref: str, base_build: 
                 doubts.append(shifted)
     contended = None
     if rs.contention_veto:  # the machine's load, measured per timed run (pw.rules.contention)
+        from pw.rules.contention import contention_reason
 
         contended = contention_reason(timing[1] if timing else None, run.host.cpus)
     chain = _chain_doubt(envelopes, ref, analysis, rs) if rs.chain_cumulative and ref != "baseline" and analysis else None
@@ -675,6 +690,8 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
     roi = contract.metric.kind in ("roi", "operation")
     if rs.evidence == "pairs" and timing is not None and timing[1].campaign is not None \
             and timing[1].campaign.rule in PAIRED_RULES:
+        from pw.rules.judge_pairs import admitted_analysis
+
         analysis = admitted_analysis(timing[1], cid, s.run[1].host.cpus)
         wall = admitted_analysis(timing[1], cid, s.run[1].host.cpus, ":wall_s") if roi else None
     else:

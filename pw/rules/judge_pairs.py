@@ -12,16 +12,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
-
 from ledger import events as ev
 from ledger.profile import Profile, decode_profile
 from pw.rules import attribution as attr
 from pw.rules import stopping
 from pw.rules.gate_facts import COLLATERAL_MIN_SHARE
 from pw.rules.gates import PairFacts
-from pw.stats import StatsInputError, analyze_pairs
-from pw.stats.order import pair_order_of
 
 
 def profiles_of(timing: ev.TimingRecorded) -> list[str]:
@@ -115,6 +111,11 @@ def pair_facts(timing: ev.TimingRecorded, profiles: Mapping[str, bytes], cpus: i
 
 def admitted_analysis(timing: ev.TimingRecorded, cid: str, cpus: int, suffix: str = "") -> dict[str, Any] | None:
     """The paired analysis of a pw.campaign/3 campaign over its admitted pairs, with its look's verdict."""
+    import msgspec
+
+    from pw.stats import StatsInputError, analyze_pairs
+    from pw.stats.order import pair_order_of
+
     ref = timing.targets[0]
     mask = stopping.admitted_of(timing, cpus)
     base = _keep(timing.samples.get(ref + suffix, []), mask)

@@ -13,21 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from ledger import events as ev
-from pw.rules.contention import admitted_pairs, without_wait
-from pw.stats import StatsInputError, log_ratios
 from pw.stats.adaptive import (
     CAMPAIGN_RULE,
     CAMPAIGN_RULES,
     PAIRED_RULES,
     CampaignParams,
-    MechanismSeries,
     RecordedLook,
     campaign_look,
-    campaign_look_v3,
-    next_look,
     replay_looks,
 )
 from pw.stats.sequential import METHOD as CS_METHOD
@@ -164,6 +158,8 @@ def with_campaign(analysis: dict[str, Any], record: ev.CampaignRecord, log_ratio
 
 def stop_divergence(seq: int, timing: ev.TimingRecorded, timings: dict[int, ev.TimingRecorded]) -> str | None:
     """Whether the looks recorded by the campaign part at `seq` still follow from the samples."""
+    from pw.stats import StatsInputError, log_ratios
+
     record = timing.campaign
     if record is None:
         return None
@@ -214,6 +210,8 @@ def mechanism_series(samples: dict[str, list[float]], ref: str, hybrid: str | No
     """The series the mechanism is decided on: with a hybrid arm, the hybrid's saving against the
     candidate's (the hotspot's change alone, tested by intervention); otherwise the hotspot's part's
     saving (``{label}:hot_s``, the same runs' profiles) against the whole. None without either."""
+    from pw.stats.adaptive import MechanismSeries
+
     base, cand = samples.get(ref, []), samples.get(cid, [])
     if hybrid is not None and len(samples.get(hybrid, [])) == len(base):
         part = [b - h for b, h in zip(base, samples[hybrid])]
@@ -229,6 +227,11 @@ def mechanism_series(samples: dict[str, list[float]], ref: str, hybrid: str | No
 def look_of_samples(samples: dict[str, list[float]], labels: tuple[str, str | None, str], params: CampaignParams,
                     elapsed_s: float, *, cpus: int, max_imbalance: float | None, fraction: float | None):
     """The pw.campaign/3 look over every pair so far (admission, speedup, mechanism)."""
+    import numpy as np
+
+    from pw.rules.contention import admitted_pairs
+    from pw.stats.adaptive import campaign_look_v3
+
     ref, hybrid, cid = labels
     arms = [x for x in (ref, hybrid, cid) if x is not None]
     admitted = admitted_pairs(samples, arms, cpus, max_imbalance)
@@ -244,6 +247,8 @@ def judged_samples(samples: dict[str, list[float]], rule: str, labels: tuple[str
                    metric: str) -> dict[str, list[float]]:
     """The samples a campaign's looks and its judge read: under pw.campaign/4 each run's times less its
     wait for a CPU (pw.rules.contention.without_wait); as recorded under every earlier rule."""
+    from pw.rules.contention import without_wait
+
     if rule != "pw.campaign/4":
         return samples
     return without_wait(samples, [x for x in labels if x is not None], cpus, metric)
@@ -260,6 +265,8 @@ def judged_timing(timing: ev.TimingRecorded, cpus: int) -> ev.TimingRecorded:
 
 def admitted_of(timing: ev.TimingRecorded, cpus: int) -> list[bool]:
     """Which pairs of a (merged) campaign counted (every pair but under pw.campaign/3)."""
+    from pw.rules.contention import admitted_pairs
+
     record = timing.campaign
     ref, hybrid, cid = labels_of(timing)
     if record is None or record.rule != "pw.campaign/3":
@@ -270,6 +277,8 @@ def admitted_of(timing: ev.TimingRecorded, cpus: int) -> list[bool]:
 
 def replay_v3(whole: ev.TimingRecorded, record: ev.CampaignRecord, start: int) -> str | None:
     """pw.campaign/3: the first way this part's recorded looks no longer follow from the samples."""
+    from pw.stats.adaptive import next_look
+
     params = params_of(record)
     labels = labels_of(whole)
     n_all = len(whole.samples.get(labels[0], []))

@@ -62,7 +62,6 @@ from .sequential import (
     sequential_decision,
     verdict_of_reason,
 )
-from .shares import decided_above, fraction
 
 # Bump when a change would stop a recorded campaign at another look or for another reason; keep the
 # old rules replayable (module docstring).
@@ -390,6 +389,8 @@ def one_sided(confidence: float) -> float:
 def mechanism_state(series: MechanismSeries, params: CampaignParams, threshold: float):
     """("carried" | "not-carried" | "undecided", the fraction) at this look (``pw.stats.shares``):
     carried when the fraction's one-sided anytime-valid bound lies above ``threshold``."""
+    from .shares import decided_above, fraction
+
     f = fraction(series.part, series.whole, scale=series.scale, confidence=one_sided(params.confidence),
                  prior_scale=MECHANISM_PRIOR_SCALE)
     above = decided_above(f, threshold)

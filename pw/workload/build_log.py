@@ -9,7 +9,6 @@ the same in `pw start`, `pw evaluate` and any later look at the run.
 from __future__ import annotations
 
 import errno
-import os
 import re
 from pathlib import Path
 
@@ -60,6 +59,8 @@ def refused_write(log: bytes, build_dir: Path) -> int | None:
     """The errno of a write the machine refused, when the failed step's output says so: a full disk
     or a quota, or a read-only filesystem when it is the build tree's own (the sandbox keeps the
     system read-only on purpose: a build that writes there fails as a build)."""
+    import os
+
     text = log.decode(errors="replace")
     code = next((code for words, code in _REFUSED.items() if words in text), None)
     if code == errno.EROFS:

@@ -6,13 +6,11 @@ so an auditor can re-run the adapter's pure `normalize` on the raw bytes and com
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
 import msgspec
 
-from adapters import sandbox as sb
 from adapters.base import CaptureError, CaptureRequest, read_artifacts
 from adapters.registry import adapter_by_name
 from ledger import events as ev
@@ -20,8 +18,7 @@ from ledger.contract import Contract
 from ledger.errors import ToolError
 from ledger.evidence import EvidenceStore
 from ledger.profile import Profile, encode_profile
-from pw.workload import containment, workspace
-from pw.workload.steps import Target, base_env, confine_for, cuda_env, cuda_jit_cache
+from pw.workload.steps import Target
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 
@@ -56,6 +53,10 @@ def sandbox_prefix(contract: Contract, target: Target, cwd: Path, out_dir: Path,
     (``CaptureRequest.launch``), so the program's parent is the launcher as in a timed run, and the
     samples of the sandbox's set-up and of the launcher are left out by its normalize.
     """
+    from adapters import sandbox as sb
+    from pw.workload import containment
+    from pw.workload.steps import base_env, cuda_jit_cache
+
     cache = cuda_jit_cache(target)
     conf = containment.confinement(target.build_dir, target.hidden, cwd,
                                    extra_writable=[out_dir, *([cache] if cache is not None else [])])
@@ -121,6 +122,9 @@ def capture(
 def _capture_request(contract: Contract, target: Target, out_dir: Path, scratch: Path,
                      argv: list[str] | None) -> CaptureRequest:
     """The profiled run, launched as a timed run is: the same launcher, environment and sandbox."""
+    from pw.workload import containment
+    from pw.workload.steps import base_env, confine_for, cuda_env, cuda_jit_cache
+
     cwd = target.build_dir / contract.run.cwd
     cache = cuda_jit_cache(target)
     return CaptureRequest(
@@ -146,6 +150,8 @@ def _capture_request(contract: Contract, target: Target, out_dir: Path, scratch:
 
 def _capture_leaving_no_files(adapter, adapter_name: str, req: CaptureRequest, target: Target):
     """The adapter's capture; a tool's failure as a ToolError, and no file left in the build tree."""
+    from pw.workload import workspace
+
     before = workspace.snapshot(target.build_dir)
     try:
         return adapter.capture(req)
@@ -169,6 +175,8 @@ def executable_digest(contract: Contract, target: Target) -> str | None:
     """sha256 of the program's executable file alone (``argv[0]`` inside the build tree): what must
     be byte-identical for a profile to be reused. None when ``argv[0]`` is looked up on PATH (an
     interpreter: its script imports other files, so no single file stands for the program)."""
+    import hashlib
+
     exe = contract.run.argv[0] if contract.run.argv else ""
     if "/" not in exe:
         return None

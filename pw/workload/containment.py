@@ -12,14 +12,12 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import msgspec
 
-import adapters
 from adapters import sandbox as sb
-from adapters.process import Confinement, probe_throwaway, with_own_tools
+from adapters.process import Confinement
 
 # What a campaign records in conditions["sandbox"] when nothing could contain the runs.
 UNCONTAINED = "none"
@@ -33,6 +31,7 @@ def probe() -> sb.SandboxProbe:
     found = sb.probe()
     if found.sandbox is None:
         return found
+    from adapters.process import probe_throwaway
 
     # PW_NO_THROWAWAY=1: how tests show runs checked by snapshot where overlays work; never a default.
     why = "PW_NO_THROWAWAY=1 in the environment" if os.environ.get("PW_NO_THROWAWAY") == "1" \
@@ -65,6 +64,7 @@ def throwaway_changes(tree: Path, changes: Path) -> Path | None:
     tree, changes = tree.resolve(), changes.parent.resolve() / changes.name
     if not (sb.overlay_safe(str(tree)) and sb.overlay_safe(str(changes))):
         return None
+    import tempfile
 
     try:
         changes.parent.mkdir(parents=True, exist_ok=True)
@@ -77,12 +77,16 @@ def throwaway_changes(tree: Path, changes: Path) -> Path | None:
 
 @functools.lru_cache(maxsize=8)
 def _upper_works_on(device: int, where: str) -> bool:
+    from adapters.process import probe_throwaway
+
     sandbox = probe().sandbox
     return sandbox is not None and not probe_throwaway(sandbox, where)
 
 
 def _needed_by_pw() -> list[str]:
     """Paths the launcher needs inside the sandbox: the interpreter and adapters/launch.py."""
+    import adapters
+
     return [os.path.realpath(sys.executable), sys.executable, os.path.realpath(adapters.__file__)]
 
 
@@ -136,6 +140,7 @@ def confinement(build_dir: Path, hidden: list[str], cwd: Path, extra_writable: l
     writable = [*([] if throwaway else [tree]), *(str(p.resolve()) for p in extra_writable)]
     readonly = search_path_in_scratch(os.environ.get("PATH", ""), hidden)
     readonly += [str(p.resolve()) for p in tools if str(p.resolve()) not in readonly]
+    from adapters.process import with_own_tools
 
     return Confinement(sandbox=found.sandbox,
                        layout=with_own_tools(sb.Layout(writable=writable, hidden=list(hidden), cwd=str(cwd.resolve()),

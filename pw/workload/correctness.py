@@ -17,7 +17,6 @@ from ledger import events as ev
 from ledger.contract import Contract
 from ledger.evidence import EvidenceStore
 from pw import diagnostics
-from pw.workload import differential
 from pw.workload.compare import (
     STREAMS,
     compare_streams,
@@ -40,7 +39,6 @@ from pw.workload.steps import (
     run_once,
     step_outcome,
 )
-from pw.workload.write_trace import strace_mode
 
 
 class OracleResult(msgspec.Struct, frozen=True):
@@ -121,6 +119,8 @@ def _skip(contract: Contract) -> str | None:
 
 
 def _with_outside(result: OracleResult, outside: list[str]) -> OracleResult:
+    from pw.workload.write_trace import strace_mode
+
     # How the first run was traced: a fallback to stopping on every syscall is slow and is said so.
     event = msgspec.structs.replace(result.event, outside_writes=list(outside), tracing=strace_mode())
     return msgspec.structs.replace(result, event=event)
@@ -160,6 +160,8 @@ def check(
     leaves anything more, a file or a process, fails as `caught` before its output is compared.
     Without a sandbox the first run is traced for writes outside the workspace instead
     (`OracleChecked.outside_writes`)."""
+    from pw.workload import differential
+
     first = run_once(contract, target, scratch, tag="oracle", trace_writes=True)
     n_stderr = differential.stderr_lines(first)
     result = _caught(contract, target, first, "oracle run", allowed, evidence)

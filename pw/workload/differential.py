@@ -16,7 +16,6 @@ import msgspec
 from ledger import events as ev
 from ledger.contract import Contract
 from pw.workload.compare import STREAMS, Comparison, Streams, compare_streams, compare_text, unchecked_text
-from pw.workload.holdouts import describe, drawn_from, pair_generator
 from pw.workload.steps import RunOutcome, Target, classify, failure_message, run_once
 
 
@@ -116,6 +115,8 @@ def run_fresh(contract: Contract, target: Target, baseline: Target, scratch: Pat
 def describe_coverage(contract: Contract, covered: Comparison | None, fresh: list[list[str]],
                       pair_template: str | None, vary: dict[str, list[int]] | None = None) -> str:
     """One sentence of what the oracle compares: streams, lines, tolerance, holdouts."""
+    from pw.workload.holdouts import describe, drawn_from
+
     o = contract.oracle
     if o.kind == "exit":
         return "exit status only"
@@ -146,6 +147,8 @@ def finish(contract: Contract, event: ev.OracleChecked, first: RunOutcome | None
            vary: dict[str, list[int]] | None = None) -> ev.OracleChecked:
     """The event with what it compared (less the lines that vary run to run), whether that is
     nothing, and the holdouts it ran."""
+    from pw.workload.holdouts import pair_generator
+
     covered = coverage(contract, first, vary) if event.passed else None
     pair = pair_generator(contract)
     template = None
@@ -183,6 +186,7 @@ def short_statement(contract: Contract, event: ev.OracleChecked | None,
         held.append(f"{sum(g.count for g in o.generators)} fresh (drawn after build)")
     if held:
         text += "; holdouts: " + " + ".join(held)
+    from pw.workload.holdouts import pair_generator
 
     if pair_generator(contract) is not None:
         text += "; fresh input per timed pair"

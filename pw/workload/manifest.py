@@ -15,7 +15,6 @@ import msgspec
 from ledger.contract import Contract, Metric, Oracle
 from ledger.errors import InputError
 from pw.export.validation import decode_as
-from pw.workload.holdouts import placeholders
 from pw.workload.root import check_ancestor, discover_root, is_ancestor_path, rebase
 
 MANIFEST = "profileweaver.json"
@@ -50,6 +49,8 @@ def _argv_env(step, field: str, name: str) -> None:
 
 
 def _generator(gen, field: str, name: str) -> None:
+    from pw.workload.holdouts import placeholders
+
     for j, arg in enumerate(gen.argv):
         if "\x00" in arg:
             raise InputError(f"{name}: {field}.argv[{j}]: expected a string without NUL bytes")

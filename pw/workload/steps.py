@@ -27,8 +27,7 @@ from ledger.contract import Contract, Step
 from ledger.errors import DiskError, WorkloadError
 from ledger.evidence import EvidenceStore
 from pw import diagnostics
-from pw.workload import build_log, changes, containment, workspace
-from pw.workload import write_trace as writes
+from pw.workload import changes, workspace
 from pw.workload.compare import Comparison, compare_text
 from pw.workload.image import image_digest
 
@@ -87,6 +86,8 @@ def caught(outcome: RunOutcome, allowed: list[str]) -> list[str]:
 def confine_for(target: Target, cwd: Path, writable: list[str] = (), changes: Path | None = None):  # type: ignore[assignment]
     """The target's sandbox, ``writable`` bound writable too (a profiler's output, the CUDA driver's
     per-target JIT cache); with ``changes`` (``RunTree``), its tree shown through a throwaway overlay."""
+    from pw.workload import containment
+
     cache = cuda_jit_cache(target)
     return containment.confinement(target.build_dir, target.hidden, cwd, tools=[Path(t) for t in target.tools],
                                    extra_writable=[Path(w) for w in writable] + ([cache] if cache is not None else []),
@@ -183,6 +184,8 @@ def build(contract: Contract, target: Target, evidence: EvidenceStore, logs: Pat
         log_sha = _store_log(evidence, result)
         steps.append(step_outcome(result, log_sha))
         if not result.ok:
+            from pw.workload import build_log
+
             refused = build_log.refused_write(evidence.get(log_sha), target.build_dir)
             if refused is not None and not result.timed_out:
                 # The disk failed, not the code: nothing is recorded, and the same build runs again
@@ -242,6 +245,8 @@ class RunTree:
         """``tag`` names the run in logs only: every run of one scratch directory (both arms of a
         campaign, one run after the other) shares its changes directory, kept between runs while
         its upper layer is empty (making and removing it cost more than the overlay itself)."""
+        from pw.workload import containment
+
         del tag
         where = containment.throwaway_changes(target.build_dir, scratch.parent / f".{scratch.name}.changes")
         if where is not None:
@@ -374,6 +379,8 @@ def run_once(
     left against a cache in /tmp, at the price of a tell (TracerPid) that the verdict's `proposed`
     ceiling already accounts for.
     """
+    from pw.workload import write_trace as writes
+
     step = contract.run
     cwd = target.build_dir / step.cwd
     _fresh_scratch(scratch)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import fnmatch
-import grp
 import hashlib
 import os
 import shutil
@@ -188,6 +187,8 @@ def share_with_agent(root: Path) -> None:
     """With ``$PW_AGENT_GROUP`` set (pw runs as the judge's uid): make the candidate workspace
     ``root`` the agent's to write (that group, group-writable, directories setgid so new files stay
     in it). Everything else pw writes keeps the judge's umask: readable, not writable, by the group."""
+    import grp
+
     name = os.environ.get(AGENT_GROUP_ENV)
     if not name:
         return

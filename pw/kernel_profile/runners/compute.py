@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pw.kernel_profile import nvml
 from pw.kernel_profile.protocol import Measurement
 from pw.kernel_profile.runners.context import Context
-from pw.kernel_profile.timing import Timer, sample_stats, telemetry_of
 
 TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
@@ -31,6 +29,8 @@ def torch_dtype(name: str):
 def library_provenance(ctx: Context) -> dict[str, str]:
     import torch
 
+    from pw.kernel_profile import nvml
+
     return {
         "torch": str(torch.__version__),
         "cuda": str(torch.version.cuda),
@@ -41,6 +41,9 @@ def library_provenance(ctx: Context) -> dict[str, str]:
 
 def measure(ctx: Context, inv: Invocation) -> Measurement:
     import torch
+
+    from pw.kernel_profile import nvml
+    from pw.kernel_profile.timing import Timer, sample_stats, telemetry_of
 
     s = ctx.settings
     timer = ctx.cache.get("timer")

@@ -10,16 +10,10 @@ from __future__ import annotations
 import math
 import os
 import socket
-import time
-
-import numpy as np
 
 from ledger.kernel_events import SampleStats
-from pw.kernel_profile import kineto, nvml, precision
 from pw.kernel_profile.protocol import Measurement, Settings
-from pw.kernel_profile.runners.compute import library_provenance, torch_dtype
 from pw.kernel_profile.runners.context import Context
-from pw.kernel_profile.timing import converged, sample_stats, telemetry_of
 
 
 def busbw_factor(num_gpus: int) -> float:
@@ -34,9 +28,14 @@ def _free_port() -> int:
 
 def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: Settings,
           nvml_indices: list[int], queue) -> None:
+    import numpy as np
     import torch
     import torch.distributed as dist
     from torch.profiler import ProfilerActivity, profile
+
+    from pw.kernel_profile import kineto, nvml, precision
+    from pw.kernel_profile.runners.compute import torch_dtype
+    from pw.kernel_profile.timing import converged
 
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
@@ -67,8 +66,9 @@ def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: S
     ns: list[int] = []
     n = 20
     decision = torch.zeros(2, device="cuda", dtype=torch.float64)
+    import time as _time
 
-    start = time.monotonic()
+    start = _time.monotonic()
     reason = "timeout"
     while True:
         recs = window(n)
@@ -80,7 +80,7 @@ def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: S
         if rank == 0:  # the same rule as a compute row: the precision of the mean (timing.py)
             prec = precision.mean_interval(ns)
             done = converged(ns, prec, settings)
-            late = time.monotonic() - start >= settings.timeout_s
+            late = _time.monotonic() - start >= settings.timeout_s
             need = max(settings.min_gpu_time_s - a.sum() / 1e9, 0.0) / max(a.mean() / 1e9, 1e-7)
             more = min(precision.samples_needed(len(ns), prec.rel_half_width, settings.target_rel_ci), len(ns))
             decision[0] = 1.0 if done else (2.0 if late else 0.0)
@@ -97,11 +97,11 @@ def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: S
         torch.cuda.synchronize()
         dist.barrier(device_ids=[rank])
         e0 = sampler.energy_mj()
-        t0 = time.monotonic()
+        t0 = _time.monotonic()
         for _ in range(reps):
             dist.all_reduce(x)
         torch.cuda.synchronize()
-        elapsed = time.monotonic() - t0
+        elapsed = _time.monotonic() - t0
         e1 = sampler.energy_mj()
     energy = torch.tensor([(e1 - e0) / 1000.0], device="cuda", dtype=torch.float64)
     dist.all_reduce(energy)
@@ -116,6 +116,9 @@ def _rank(rank: int, world: int, port: int, nbytes: int, dtype: str, settings: S
 def all_reduce(ctx: Context, *, message_size_bytes: int, num_gpus: int, dtype: str) -> Measurement:
     import torch
     import torch.multiprocessing as mp
+
+    from pw.kernel_profile.runners.compute import library_provenance
+    from pw.kernel_profile.timing import sample_stats, telemetry_of
 
     if torch.cuda.device_count() < num_gpus:
         raise RuntimeError(f"all_reduce needs {num_gpus} visible GPUs, this worker sees {torch.cuda.device_count()}")

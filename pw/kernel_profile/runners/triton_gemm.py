@@ -16,11 +16,9 @@ import math
 import triton
 import triton.language as tl
 
-from pw.kernel_profile import nvml
 from pw.kernel_profile.autotune_cache import Tuned, config_text
 from pw.kernel_profile.runners.compute import Invocation
 from pw.kernel_profile.runners.context import Context
-from pw.kernel_profile.runners.torch_ops import gemm_inputs
 
 KERNEL_ID = "pw.triton_gemm/1"  # bump with the kernel's source or its config list
 TILE_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
@@ -95,12 +93,17 @@ def _config_dict(cfg: triton.Config) -> dict[str, int]:
 def versions() -> dict[str, str]:
     import torch
 
+    from pw.kernel_profile import nvml
+
     return {"triton": triton.__version__, "torch": str(torch.__version__), "cuda": str(torch.version.cuda),
             "driver": nvml.driver_version()}
 
 
 def single_gemm(ctx: Context, *, m: int, n: int, k: int, dtype: str):
     import torch
+
+    from pw.kernel_profile import nvml
+    from pw.kernel_profile.runners.torch_ops import gemm_inputs
 
     a, b, c = gemm_inputs(m, n, k, dtype)
     args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
