@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,7 +71,7 @@ def record(pairs: int, load: float, out: Path) -> None:
                                         scratch=handle.path / "scratch" / "aa", tool_versions={}, profiling=profiling,
                                         input_seed=7, progress=lambda m: print(m, file=sys.stderr, flush=True))
         finally:
-            gen.kill()
+            os.killpg(gen.pid, signal.SIGKILL)  # its spinning children too, not only the parent
             gen.wait()
         if result.failure is not None:
             raise SystemExit(f"load_balance: a timed run failed: {result.failure.message}")
