@@ -227,7 +227,8 @@ def test_rebuild_reproduces_every_run_file_byte_for_byte(matmul_interchange, tmp
     """Every file of a run with a candidate is a projection or evidence: delete them all but the
     ledger and raw/, `pw rebuild`, and the same files come back with the same bytes."""
     run = copy_run(matmul_interchange, tmp_path)
-    workspaces = {"baseline", "build", "candidates/a/src", "raw", "scratch", "logs"}
+    # workspaces and pw's own bookkeeping (a candidate's lock, the change scanner's scratch), not projections
+    workspaces = {"baseline", "build", "candidates/a/src", "raw", "scratch", "logs", "locks", ".scratch.changes"}
 
     def run_files() -> dict[str, bytes]:
         out = {}
