@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # before benchmarks/ledger.py can shadow the `ledger` package
 
 from ledger import events as ev  # noqa: E402
-from pw.rules.contention import arm_contention  # noqa: E402
 from pw.rules import stopping  # noqa: E402
+from pw.rules.contention import arm_contention  # noqa: E402
 from pw.rules.verdict import HOST_BUSY  # noqa: E402
 
 
