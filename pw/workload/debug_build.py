@@ -114,11 +114,6 @@ def make(contract: Contract, timed: steps.Target, evidence: EvidenceStore, logs:
     missing = needs_debug_build(timed)
     if not missing:
         return DebugBuild(None, "the timed build has debug info: profiled as built")
-    kept = timed.build_dir.with_name(timed.build_dir.name + SUFFIX)
-    if kept.is_dir() and all(has_debug_info(kept / rel) for rel in missing):
-        same, detail = compare_code(timed.build_dir, kept, missing)
-        if same:  # a twin made earlier in this run (the timing stage's) still has the timed build's code
-            return DebugBuild(msgspec.structs.replace(timed, build_dir=kept), f"{PROFILED_NOTE}: {detail}", True)
     wrappers = scratch / "pw-debug-cc"
     wrapped = write_wrappers(wrappers)
     if not wrapped:
@@ -153,7 +148,11 @@ def twin(contract: Contract, timed: steps.Target, evidence: EvidenceStore, logs:
     missing = needs_debug_build(timed)
     if not missing:
         return None
-    built = make(contract, timed, evidence, logs, scratch)  # reuses a twin whose code still matches
+    where = timed.build_dir.with_name(timed.build_dir.name + SUFFIX)
+    if where.is_dir() and all(has_debug_info(where / rel) for rel in missing) \
+            and compare_code(timed.build_dir, where, missing)[0]:
+        return where
+    built = make(contract, timed, evidence, logs, scratch)
     if built.target is None:
         return None
     if not built.same_code:
