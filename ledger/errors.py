@@ -80,6 +80,13 @@ class ConcurrencyError(PWError):
         self.actual = actual
 
 
+class HeldElsewhere(PWError):
+    """Another live process holds what this command needs (a candidate being evaluated): refused at
+    once, before any work. Same exit as a lost race: the command, run again later, goes through."""
+
+    exit_code = EXIT_CONFLICT
+
+
 class RejectedCommand(PWError):
     """A command is not valid against the current state (decide refused it). No event was appended."""
 

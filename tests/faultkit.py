@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -174,7 +175,7 @@ k, original, calls = int(sys.argv[1]), owner.{attr}, [0]
 def wrapped(*args, **kwargs):
     calls[0] += 1
     if calls[0] == k:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.{signal})
     return original(*args, **kwargs)
 owner.{attr} = wrapped
 from pw.cli import main
@@ -185,12 +186,40 @@ sys.exit(main(sys.argv[2:]))
 def killed_at(target: str, k: int, *args) -> CliResult:
     """`pw ARGS` in a child process, SIGKILLed just before the k-th call of `target`
     ("pw.app.run:RunHandle.record")."""
-    module, attr = target.split(":")
-    script = textwrap.dedent(_KILLER.format(module=module, attr=attr))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", script, str(k), *map(str, args)], capture_output=True, text=True,
-                          timeout=120, cwd=REPO, env=env)
+    proc = subprocess.run(_signalled_at(target, k, "SIGKILL", args), capture_output=True, text=True,
+                          timeout=120, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def stopped_at(target: str, k: int, *args, timeout_s: float = 120) -> subprocess.Popen:
+    """`pw ARGS` in a child process that stops itself (SIGSTOP) just before the k-th call of
+    `target`; returned once it has stopped. SIGCONT lets it go on; the caller reaps it."""
+    proc = subprocess.Popen(_signalled_at(target, k, "SIGSTOP", args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    deadline = time.monotonic() + timeout_s
+    while _state_of(proc.pid) != "T":
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            out, err = proc.communicate()
+            raise AssertionError(f"the child never reached {target} call {k}: exit {proc.returncode}, {err[-400:]}")
+        time.sleep(0.05)
+    return proc
+
+
+def _signalled_at(target: str, k: int, sig: str, args) -> list[str]:
+    module, attr = target.split(":")
+    script = textwrap.dedent(_KILLER.format(module=module, attr=attr, signal=sig))
+    return [sys.executable, "-c", script, str(k), *map(str, args)]
+
+
+def _state_of(pid: int) -> str:
+    """The process state letter of /proc/PID/stat ("T": stopped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "?"
+    return stat.rsplit(")", 1)[1].split()[0]
 
 
 def as_nobody(*args, cwd: Path) -> CliResult:

@@ -138,8 +138,12 @@ def _continue(handle: RunHandle, state: RunState, cid: str, step: Attempt, progr
     reference = reference_target(handle, state, state.candidates[cid])
     if "oracle" not in step.recorded:
         baseline = ensure_baseline_built(handle, state)
-        # Only now, with the candidate built and hashed, are its holdout inputs drawn (and recorded).
-        state, fresh = draw_fresh_holdouts(handle, state, cid, built.binary_sha256)
+        # Only now, with the candidate built and hashed, are its holdout inputs drawn (and recorded);
+        # an interrupted attempt's are kept while the executable they were drawn for is the one built.
+        if "holdouts" in step.recorded and step.holdouts_for == built.binary_sha256:
+            fresh = step.holdouts
+        else:
+            state, fresh = draw_fresh_holdouts(handle, state, cid, built.binary_sha256)
         progress("oracle")
         oracle = correctness.check(
             contract, target, handle.path / "baseline", handle.path / "scratch" / cid, handle.evidence,
@@ -160,7 +164,7 @@ def _continue(handle: RunHandle, state: RunState, cid: str, step: Attempt, progr
         return _judged(handle, state, cid, step.attempt, progress, resumed)
     handle.materialize(state)  # the campaign is the long stage: what came before is written out first
     if "timing" not in step.recorded:
-        state = _time(handle, state, cid, step.attempt, target, reference, fresh, progress,
+        state = _time(handle, state, cid, step, target, reference, fresh, progress,
                       max_pairs=max_pairs, max_time_s=max_time_s)
     if "diagnosis" not in step.recorded and state.candidates[cid].prepared is not None:
         state = _diagnose(handle, state, cid, target, progress)
@@ -173,13 +177,18 @@ def _build_still_there(state: RunState, target: execute.Target) -> bool:
             and execute.binary_digest(target) == built.binary_sha256)
 
 
-def _time(handle: RunHandle, state: RunState, cid: str, attempt: int, target: execute.Target,
+def _time(handle: RunHandle, state: RunState, cid: str, step: Attempt, target: execute.Target,
           reference: execute.Target, fresh: list[list[str]], progress, *, max_pairs: int | None,
           max_time_s: float | None) -> RunState:
-    """The candidate's campaign (one profiled pair when screening for winner-confirmation)."""
+    """The candidate's campaign (one profiled pair when screening for winner-confirmation); a hybrid
+    arm the interrupted attempt already prepared is reused, not prepared (and recorded) again."""
     contract = state.run.contract
+    attempt = step.attempt
     attribution = profiled.attribution_for(handle, state, cid, target)
-    state, arm = hybrid.prepare(handle, state, cid, attempt, target, attribution, fresh, reference, progress)
+    if "hybrid" in step.recorded:
+        arm = hybrid.rebuilt(handle, state, cid) if step.hybrid == "built" else None
+    else:
+        state, arm = hybrid.prepare(handle, state, cid, attempt, target, attribution, fresh, reference, progress)
     arms = [target] + ([arm] if arm is not None else [])
     profiling = profiled.profiling_for(handle, state, reference, arms, attribution)
     seed = campaign.campaign_seed(state.run.run_id, cid, attempt, "screening")

@@ -23,25 +23,28 @@ import time
 import msgspec
 
 from ledger import events as ev
-from ledger.errors import ConcurrencyError
+from ledger.errors import HeldElsewhere
 from projections.state import RunState
 from pw.app.run import RunHandle
 from pw.workload import workspace
 
 
 class Attempt(msgspec.Struct, frozen=True):
-    """An attempt of ``cid`` and the stages it has recorded ("diff", "build", "oracle", "timing",
-    "diagnosis"), with the holdout inputs it drew."""
+    """An attempt of ``cid`` and the stages it has recorded ("diff", "build", "holdouts", "oracle",
+    "hybrid", "timing", "diagnosis"), with the holdout inputs it drew (for the executable hashed
+    ``holdouts_for``) and how its hybrid arm was prepared."""
 
     cid: str
     attempt: int
     recorded: frozenset[str]
     holdouts: list[list[str]] = []
+    holdouts_for: str | None = None
+    hybrid: str | None = None  # the recorded HybridPrepared's status
 
 
 @contextlib.contextmanager
 def evaluation_lock(handle: RunHandle, cid: str):
-    """Hold ``locks/<cid>.lock`` for the block, or raise ConcurrencyError naming the holder."""
+    """Hold ``locks/<cid>.lock`` for the block, or raise HeldElsewhere naming the holder."""
     locks = handle.path / "locks"
     locks.mkdir(exist_ok=True)
     path = locks / f"{cid}.lock"
@@ -51,7 +54,7 @@ def evaluation_lock(handle: RunHandle, cid: str):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-            raise ConcurrencyError(f"candidate {cid!r} is being evaluated by {holder}; wait for it to finish "
+            raise HeldElsewhere(f"candidate {cid!r} is being evaluated by {holder}; wait for it to finish "
                                    "(or stop it), then run the command again: nothing was done") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n".encode(), 0)
@@ -60,9 +63,10 @@ def evaluation_lock(handle: RunHandle, cid: str):
         os.close(fd)
 
 
-def _stages(handle: RunHandle, cid: str, diff_seq: int) -> tuple[set[str], list[list[str]], bool]:
-    """(stages recorded after the attempt's diff, its holdout inputs, whether a verdict closed it)."""
-    recorded, holdouts, judged = {"diff"}, [], False
+def _stages(handle: RunHandle, cid: str, diff_seq: int) -> tuple[set[str], dict, bool]:
+    """(stages recorded after the attempt's diff, what the Attempt keeps of them, whether a verdict
+    closed it)."""
+    recorded, kept, judged = {"diff"}, {}, False
     for e in handle.events():
         if e.seq <= diff_seq:
             continue
@@ -70,7 +74,11 @@ def _stages(handle: RunHandle, cid: str, diff_seq: int) -> tuple[set[str], list[
         if isinstance(d, ev.BuildFinished) and d.target == cid:
             recorded.add("build")
         elif isinstance(d, ev.HoldoutsDrawn) and d.target == cid:
-            holdouts = [list(a) for a in d.inputs]
+            recorded.add("holdouts")
+            kept.update(holdouts=[list(a) for a in d.inputs], holdouts_for=d.binary_sha256)
+        elif isinstance(d, ev.HybridPrepared) and d.id == cid:
+            recorded.add("hybrid")
+            kept["hybrid"] = d.status
         elif isinstance(d, ev.OracleChecked) and d.target == cid:
             recorded.add("oracle")
         elif isinstance(d, ev.TimingRecorded) and d.targets[-1] == cid and d.purpose != "unprofiled":
@@ -81,7 +89,7 @@ def _stages(handle: RunHandle, cid: str, diff_seq: int) -> tuple[set[str], list[
             recorded.add("diagnosis")
         elif isinstance(d, (ev.VerdictReached, ev.AttemptAbandoned)) and d.id == cid:
             judged = True
-    return recorded, holdouts, judged
+    return recorded, kept, judged
 
 
 def attempt_in_progress(handle: RunHandle, state: RunState, cid: str) -> tuple[RunState, Attempt | None]:
@@ -94,7 +102,7 @@ def attempt_in_progress(handle: RunHandle, state: RunState, cid: str) -> tuple[R
     seq = _seq_of_diff(handle, cid, diff.attempt)
     if seq is None:
         return state, None
-    recorded, holdouts, judged = _stages(handle, cid, seq)
+    recorded, kept, judged = _stages(handle, cid, seq)
     if judged:
         return state, None
     ws = handle.path / cand.prepared.workspace
@@ -103,7 +111,7 @@ def attempt_in_progress(handle: RunHandle, state: RunState, cid: str) -> tuple[R
             id=cid, attempt=diff.attempt,
             reason="interrupted before its verdict, and the workspace was edited since: a new attempt starts")])
         return state, None
-    return state, Attempt(cid=cid, attempt=diff.attempt, recorded=frozenset(recorded), holdouts=holdouts)
+    return state, Attempt(cid=cid, attempt=diff.attempt, recorded=frozenset(recorded), **kept)
 
 
 def _seq_of_diff(handle: RunHandle, cid: str, attempt: int) -> int | None:
