@@ -160,6 +160,7 @@ def _error_classes() -> dict[type, int]:
         CaptureError: errors.EXIT_TOOL_FAILED,
         NvmlUnavailable: errors.EXIT_TOOL_FAILED,
         errors.ConcurrencyError: errors.EXIT_CONFLICT,
+        errors.HeldElsewhere: errors.EXIT_CONFLICT,
     }
 
 
