@@ -228,15 +228,17 @@ def relative_to_root(path: str, source_root: str, cwd: str | None = None) -> str
     prefix = root if root.endswith("/") else root + "/"
     if path.startswith(prefix):
         return path[len(prefix):]
-    # A run directory can be moved or copied (an auditor's copy, a test's copy of a prepared run)
-    # after its builds were made, and their debug info still names where they were built. pw builds
-    # each target in <run-id>/build/<label>/, and a run id is unique, so a path through the root's
-    # last three components is a file of this build wherever the run then lay.
-    tail = root.strip("/").split("/")[-3:]
-    if len(tail) == 3 and tail[1] == "build":
+    # A run directory can be moved, copied or renamed (an auditor's copy, a test's copy of a prepared
+    # run) after its builds were made, and their debug info still names where they were built. pw
+    # builds each target in RUN/build/<label>/, so a path through build/<label>/ under any run
+    # directory is a file of this build wherever the run now lies and whatever it is now called.
+    # (Whatever a build's debug info names is the compiler's word for the code it compiled: a
+    # candidate that writes `#line` directives can name any file already, so this trusts nothing new.)
+    tail = root.strip("/").split("/")[-2:]
+    if len(tail) == 2 and tail[0] == "build":
         marker = "/" + "/".join(tail) + "/"
-        at = path.find(marker)
-        if at >= 0:
+        at = path.rfind(marker)
+        if at > 0:
             return path[at + len(marker):]
     return None
 

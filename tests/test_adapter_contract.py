@@ -301,9 +301,12 @@ def test_a_build_of_a_moved_run_directory_keeps_its_files():
     # debug info names where the build was made; the run was copied elsewhere since
     built = "/tmp/a/20261202-051806-matmul-c/build/baseline/sub/matmul.c"
     assert relative_to_root(built, "/tmp/b/20261202-051806-matmul-c/build/baseline") == "sub/matmul.c"
-    # another run's build, another target's build, and a root outside pw's layout are not it
-    assert relative_to_root(built, "/tmp/b/20261202-051807-matmul-c/build/baseline") is None
+    # renamed too (`mv runs/20261202-051806-matmul-c runs/mine`): the same build
+    assert relative_to_root(built, "/tmp/b/mine/build/baseline") == "sub/matmul.c"
+    # another target's build, a path with no run directory above build/, and a root outside pw's
+    # layout are not it
     assert relative_to_root(built, "/tmp/b/20261202-051806-matmul-c/build/interchange") is None
+    assert relative_to_root("/build/baseline/matmul.c", "/tmp/b/mine/build/baseline") is None
     assert relative_to_root("/x/proj/src/matmul.c", "/y/proj/src") is None
 
 
