@@ -172,7 +172,9 @@ def timed_run(contract: Contract, target: execute.Target, scratch: Path, *, argv
             raise ToolError(f"{profiling.name} on timed run {tag} of {target.label}: {exc}") from None
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
-    run, series, version = profiling.reduce(target.label, role, artifacts, out.process.wall_s)
+    # Reduced with the wall time as the record keeps it (9 decimals, `_Arms.samples`), so that `pw audit`,
+    # which has only the record, recomputes the same seconds, not ones a rounding away.
+    run, series, version = profiling.reduce(target.label, role, artifacts, round(out.process.wall_s, 9))
     series = {**series, "user_s": out.process.user_s, "sys_s": out.process.sys_s}
     if contract.metric.kind == "operation" and "hot_s" in series:
         # The operation's cost is what is timed: its code (and, in the candidate, the code it changed,
