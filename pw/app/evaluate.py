@@ -236,6 +236,8 @@ def _diagnose(handle: RunHandle, state: RunState, cid: str, target: execute.Targ
             state.timings[-1].targets[-1] != cid:
         return state
     state = diagnosis.diagnose(handle, state, target, progress)
+    if state.run.contract.sampling.mode == "winner-confirmation":
+        return state  # candidate NCU replay is deferred until the winner is known (pw confirm)
     return diagnosis.gpu_counters(handle, state, target, progress)
 
 
