@@ -148,3 +148,40 @@ def test_a_verified_candidate_gets_a_refreshed_brief_for_the_next_idea(matmul_in
     for rel in brief.numbers["slices"]:
         assert rel["path"].startswith("candidates/a/source-slices/") and (run / rel["path"]).is_file()
     assert pw_main("audit", run).code == 0  # a projection: rebuilt byte for byte
+
+
+def test_winner_confirmation_confirms_the_best_estimate_once_the_iteration_budget_is_spent(tmp_path):
+    import json
+
+    from ledger import events as ev
+    from tests.conftest import SAME_SPEED_TINY_C, ledger_events, start_run, write_tiny_c_workload
+
+    workload = write_tiny_c_workload(tmp_path / "workload")
+    manifest = json.loads((workload / "profileweaver.json").read_text())
+    manifest["sampling"] = {"mode": "winner-confirmation"}
+    (workload / "profileweaver.json").write_text(json.dumps(manifest))
+    run = start_run(workload, tmp_path / "runs", "--no-profile", "--iterations", 2)
+    assert pw_main("prepare", run, "--candidate", "same:baseline:an unread global",
+                   "--candidate", "closed:baseline:formula").code == 0
+    (run / "candidates" / "same" / "src" / "tiny.c").write_text(SAME_SPEED_TINY_C)
+    (run / "candidates" / "closed" / "src" / "tiny.c").write_text(FAST_TINY_C)
+
+    first = pw_main("evaluate", run, "same", "--json").json()
+    assert first["screening"]["iterations_left"] == 1 and first["screening"]["confirmed"] is None, first
+    assert "1 of 2 iterations left" in first["screening"]["line"]
+    assert not [e for e in ledger_events(run) if isinstance(e.data, ev.WinnerConfirmed)]
+    status = pw_main("status", run)
+    assert "1 of 2 iterations left" in status.out, status
+
+    last = pw_main("evaluate", run, "closed", "--json").json()
+    winner = max(("same", first["speedup"]), ("closed", last["speedup"]), key=lambda p: p[1])[0]
+    assert last["screening"]["iterations_left"] == 0, last
+    assert last["screening"]["confirmed"]["id"] == winner, last["screening"]
+    confirmed = [e.data for e in ledger_events(run) if isinstance(e.data, ev.WinnerConfirmed)]
+    assert [c.id for c in confirmed] == [winner]
+    timings = [e.data for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded)
+               and e.data.targets[-1] == winner]
+    assert len(timings) >= 2 and max(len(t.order) for t in timings) > 1  # the multi-pair campaign came after
+    again = pw_main("status", run, "--json").json()
+    assert again.get("screening") is None or "iterations left" not in str(again.get("screening"))
+    assert pw_main("audit", run).code == 0
