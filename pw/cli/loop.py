@@ -42,6 +42,7 @@ def evaluate(args) -> int:
     from ledger.errors import UsageError
     from pw.app.evaluate import evaluate as do_evaluate
     from pw.app.evaluate import more as do_more
+    from pw.app.screening import confirm_when_due
 
     if args.more is not None and args.max_pairs is not None:
         raise UsageError("give --more N or --max-pairs N, not both (--more sets the new pair budget)")
@@ -54,7 +55,7 @@ def evaluate(args) -> int:
             result = do_more(handle, args.id, pairs, progress, max_time_s=args.max_time)
         else:
             result = do_evaluate(handle, args.id, progress, max_pairs=args.max_pairs, max_time_s=args.max_time)
-        screening = _confirm_when_due(handle, progress)
+        screening = confirm_when_due(handle, progress)
     errors, log = _build_errors(handle, result)
     if args.json:
         extra = {"build_errors": errors, "build_log": str(log)} if log else {}
@@ -93,33 +94,6 @@ def evaluate(args) -> int:
             lines.append(f"  {screening['line']}")
         print_text("\n".join(lines))
     return 0 if result.status == "verified" else 1
-
-
-def _confirm_when_due(handle, progress) -> dict | None:
-    """winner-confirmation mode: once evaluated candidates have spent the iteration budget, the best
-    one-pair estimate gets `pw confirm` now (its multi-pair campaign and full winner profiling);
-    before that, how many iterations are left. None outside the mode or after a winner is confirmed."""
-    from pw.app.confirm import confirm as do_confirm
-    from pw.rules.candidates import confirmation_due
-
-    state = handle.state()
-    if state.run.contract.sampling.mode != "winner-confirmation" or any(
-            c.confirmation is not None for c in state.candidates.values()):
-        return None
-    left, winner = confirmation_due(state)
-    if left:
-        return {"iterations_left": left, "confirmed": None,
-                "line": f"screening: {left} of {state.run.budgets.iterations} iterations left before the best "
-                        "one-pair estimate is confirmed automatically"}
-    if winner is None:
-        return {"iterations_left": 0, "confirmed": None,
-                "line": "screening: iteration budget spent, but no candidate has a one-pair estimate to confirm"}
-    progress(f"iteration budget spent: confirming {winner}")
-    confirmed = do_confirm(handle, winner, fresh=False, progress=progress)
-    speed = f"{confirmed.speedup:.3f}x" if confirmed.speedup is not None else "-"
-    return {"iterations_left": 0, "confirmed": to_builtins(confirmed),
-            "line": f"screening: iteration budget spent; confirmed the best one-pair estimate {winner}: "
-                    f"{confirmed.status} ({speed})"}
 
 
 def _build_errors(handle, result):
@@ -164,20 +138,15 @@ def confirm(args) -> int:
 
 
 def status(args) -> int:
-    from pw.rules.candidates import best_verified, confirmation_due, screening_ranking
+    from pw.app.screening import budget_line
+    from pw.rules.candidates import best_verified, screening_ranking
 
     handle = _handle(args.run)
     state = handle.state()
     best = best_verified(state)
     ranking = screening_ranking(state)
     to_confirm = ranking[0][0] if ranking else None
-    left, _ = confirmation_due(state)
-    due = None
-    if state.run.contract.sampling.mode == "winner-confirmation" and not any(
-            c.confirmation is not None for c in state.candidates.values()):
-        due = (f"screening: {left} of {state.run.budgets.iterations} iterations left before the best one-pair "
-               "estimate is confirmed automatically" if left else
-               "screening: iteration budget spent; the best one-pair estimate is confirmed with the last evaluate")
+    left, due = budget_line(state)
     rows = []
     for cid, cand in sorted(state.candidates.items(), key=lambda kv: kv[1].prepared_seq):
         v = cand.confirmation or cand.verdict
