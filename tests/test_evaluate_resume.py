@@ -7,8 +7,10 @@ took the reprofile's place), then run again. Each stage's events must appear onc
 uninterrupted evaluation gives, and `pw audit` must pass. A second `pw evaluate` of a candidate
 being evaluated is refused before it does anything, naming the holder.
 
-The workload sums `i % 7` over N (about 40 ms at N = 2e7); the candidate uses the closed formula,
-about 15x faster, so an uninterrupted evaluation is verified by a wide margin. Its oracle draws
+The workload sums `i % 7` over N (about 25 ms at N = 3e7: too short for perf's samples to rank its
+lines, so the diagnosis climbs to callgrind and the candidate gets that capture); the candidate sums
+the second half by the closed formula, about 2x faster, so an uninterrupted evaluation is verified,
+far from the changed code's Amdahl ceiling (a 15x candidate sat on it and flipped by noise). Its oracle draws
 fresh holdout sizes, so the holdouts stage is exercised too.
 """
 
@@ -39,12 +41,18 @@ int main(int argc, char **argv)
 }
 """
 
+# Half the sum by the loop, the other half (from a multiple of 7) by the closed formula: about 2x,
+# far inside the Amdahl ceiling of the changed code (about 16x here: all but the process's start).
+# A candidate that removed the whole loop (15x) sat on that ceiling and its verdict flipped by noise.
 FAST_SUM = r"""#include <stdio.h>
 #include <stdlib.h>
 int main(int argc, char **argv)
 {
-    unsigned long n = strtoul(argv[1], NULL, 10), s = (n / 7) * 21;
-    for (unsigned long r = 0; r < n % 7; r++)
+    unsigned long n = strtoul(argv[1], NULL, 10), half = n / 2 - (n / 2) % 7, s = 0;
+    for (unsigned long i = 0; i < half; i++)
+        s += i % 7;
+    s += ((n - half) / 7) * 21;
+    for (unsigned long r = 0; r < (n - half) % 7; r++)
         s += r;
     printf("sum %lu\n", s);
     return 0;
@@ -63,7 +71,7 @@ def prepared(tmp_path_factory) -> Path:
     (workload / "profileweaver.json").write_text(json.dumps({
         "version": 1, "name": "sum", "source": {"editable": ["sum.c"]},
         "build": [{"argv": ["make"], "timeout_s": 60}],
-        "run": {"argv": ["./sum", "20000000"], "timeout_s": 20},
+        "run": {"argv": ["./sum", "30000000"], "timeout_s": 20},
         "metric": {"kind": "wall"},
         "oracle": {"kind": "baseline", "generators": [
             {"argv": ["./sum", "{n}"], "ranges": {"n": [1000, 2000000]}, "count": 2, "seed": None}]},
