@@ -12,17 +12,12 @@ from pw.app.run import RunHandle
 from pw.rules.candidates import confirmation_due
 
 
-def _screening(state: RunState) -> bool:
-    """In winner-confirmation mode with no winner confirmed yet."""
-    return state.run.contract.sampling.mode == "winner-confirmation" and not any(
-        c.confirmation is not None for c in state.candidates.values())
-
-
 def budget_line(state: RunState) -> tuple[int | None, str | None]:
     """(iterations left, the line that says so) while screening; (None, None) otherwise."""
-    if not _screening(state):
+    due = confirmation_due(state)
+    if due is None:
         return None, None
-    left, _ = confirmation_due(state)
+    left, _ = due
     if left:
         return left, (f"screening: {left} of {state.run.budgets.iterations} iterations left before the best "
                       "one-pair estimate is confirmed automatically")
@@ -40,7 +35,7 @@ def confirm_when_due(handle: RunHandle, progress: Callable[[str], None]) -> dict
         return None
     if left:
         return {"iterations_left": left, "confirmed": None, "line": line}
-    _, winner = confirmation_due(state)
+    _, winner = confirmation_due(state)  # not None: budget_line said screening
     if winner is None:
         return {"iterations_left": 0, "confirmed": None,
                 "line": "screening: iteration budget spent, but no candidate has a one-pair estimate to confirm"}

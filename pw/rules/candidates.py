@@ -79,15 +79,15 @@ def screening_ranking(state: RunState) -> list[tuple[str, float]]:
     return sorted(ranked, key=lambda kv: (-kv[1], kv[0]))
 
 
-def confirmation_due(state: RunState) -> tuple[int, str | None]:
+def confirmation_due(state: RunState) -> tuple[int, str | None] | None:
     """winner-confirmation mode: (iterations left before the automatic confirmation, the candidate
     it confirms once none are left). The iteration budget counts evaluated candidates (any verdict);
     when it is spent and nothing is confirmed yet, the best one-pair estimate is confirmed. Outside
-    the mode, or once a winner is confirmed, nothing is due: (0, None)."""
+    the mode, or once a winner is confirmed, nothing is due: None."""
     if state.run is None or state.run.contract.sampling.mode != "winner-confirmation":
-        return 0, None
+        return None
     if any(c.confirmation is not None for c in state.candidates.values()):
-        return 0, None
+        return None
     evaluated = sum(1 for c in state.candidates.values() if c.verdict is not None)
     left = max(0, state.run.budgets.iterations - evaluated)
     ranking = screening_ranking(state)
