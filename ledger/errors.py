@@ -87,6 +87,14 @@ class HeldElsewhere(PWError):
     exit_code = EXIT_CONFLICT
 
 
+class MergeConflict(PWError):
+    """Rows measured elsewhere (a Slurm job) cannot be merged: another writer stored rows for the
+    same keys meanwhile. Nothing was merged; the report names the rows. Run again to measure only
+    what is still missing."""
+
+    exit_code = EXIT_CONFLICT
+
+
 class RejectedCommand(PWError):
     """A command is not valid against the current state (decide refused it). No event was appended."""
 

@@ -37,6 +37,18 @@ def _log(line: str) -> None:
             f.write(line + "\n")
 
 
+def _hold() -> None:
+    """PW_FAKE_SLEEP_S: seconds each spec takes (a fill's wall time that is not the runner's own
+    CPU); PW_FAKE_GATE: a file each spec waits for (at most 120 s), so a test can act on a job
+    whose tasks have started and not finished (scancel one, store a conflicting row)."""
+    gate = os.environ.get("PW_FAKE_GATE")
+    if gate:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    time.sleep(float(os.environ.get("PW_FAKE_SLEEP_S", "0")))
+
+
 def fake_runner(ctx, *, rows: int, cols: int, dtype: str, behavior: str) -> Measurement:
     if behavior == "crash":
         os._exit(3)
@@ -62,6 +74,7 @@ def fake_runner(ctx, *, rows: int, cols: int, dtype: str, behavior: str) -> Meas
                                   {"fake": os.environ.get("PW_FAKE_LIBRARY_VERSION", "1")}, tune)
         prov.update(tuning.provenance())
     prov["worker_gpus"] = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    _hold()
     _log(f"{rows},{cols},{dtype}")
     metrics = {"time_ms": t_ms, "tflops": 1.0, "memory_bandwidth_gbps": 2.0, "energy_j": 0.1}
     if behavior == "nan":

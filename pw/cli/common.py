@@ -78,6 +78,15 @@ def console():
     return Console(highlight=False, soft_wrap=True)
 
 
+def self_command() -> list[str]:
+    """How another machine runs this same pw: `-m` and the module this process was started as
+    (`pw.cli` for the `pw` script), so a task on a node has the verbs and tables this one has."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = spec.name.removesuffix(".__main__") if spec is not None and spec.name else "pw.cli"
+    return ["-m", name]
+
+
 _ACTOR_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@")
 
 

@@ -194,6 +194,9 @@ def _run(args, entry, specs, cache) -> int:
     out = Path(args.output_dir) if args.output_dir else None
     if out is not None:
         _check_output_dir(out)
+    remote = _remote(args)
+    if remote.kind == "slurm":
+        return _run_remote(args, entry, specs, cache, remote, out)
     started = time.time()
     body = service.run(entry, specs, args.gpu_name, cache, force=args.force, fresh=args.fresh,
                        settings=_settings(args))
@@ -206,6 +209,37 @@ def _run(args, entry, specs, cache) -> int:
         _table_text(entry, body) + f"\nmode={body['mode']} measured={body['measured_count']} "
         f"failed={body['failed_count']} persisted={body['persisted']}")
     return code
+
+
+def _remote(args):
+    from pw.remote import config
+
+    if args.remote is None:
+        if args.remote_set:
+            raise InputError("--remote-set: needs --remote NAME (the remote whose field it changes)")
+        return config.LOCAL
+    return config.load(args.remote, config=args.remote_config, overrides=args.remote_set)
+
+
+def _run_remote(args, entry, specs, cache, remote, out: Path | None) -> int:
+    """`run --remote NAME` on Slurm: the job's files go to --output-dir, which the nodes must share."""
+    from pw.cli.common import self_command
+    from pw.remote import kernel_fill
+
+    if args.db:
+        raise InputError(f"--db with --remote {remote.name}: refused; the job merges into this checkout's cache "
+                         "($PW_PROFILE_DB or ~/.cache/profileweaver/kernel-profile/profile.db)")
+    if out is None:
+        raise InputError(f"--remote {remote.name}: --output-dir DIR is required (the job's files and the tasks' "
+                         "private databases go there; the cluster's nodes must see it)")
+    body = kernel_fill.fill(entry, specs, args.gpu_name, cache, remote, out.resolve(), self_command(),
+                            force=args.force, fresh=args.fresh)
+    r = body["remote"]
+    print_json(body) if args.json else print_text(
+        _table_text(entry, body) + f"\nmode={body['mode']} measured={body['measured_count']} "
+        f"failed={body['failed_count']} persisted={body['persisted']} remote={remote.name} "
+        f"job={r['job_id'] or '-'} nodes={','.join(r['nodes']) or '-'} ({out}/remote-run.json)")
+    return 1 if body["missing_count"] else 0
 
 
 def _write_snapshot(args, out: Path, entry, specs, cache, body: dict, started: float, code: int) -> None:
@@ -256,7 +290,14 @@ def add_parser(sub, verb_factory) -> None:
     g = q.add_mutually_exclusive_group()
     g.add_argument("--force", action="store_true", help="re-measure every spec and store the rows")
     g.add_argument("--fresh", action="store_true", help="measure every spec and store nothing")
-    q.add_argument("--output-dir", metavar="DIR", help="write request/results/curve/job.meta snapshot here")
+    q.add_argument("--output-dir", metavar="DIR", help="write request/results/curve/job.meta snapshot here "
+                   "(with --remote: the job's files, on a filesystem the nodes share)")
+    q.add_argument("--remote", metavar="NAME", help="measure where remote.yaml's NAME says (slurm: a job array, "
+                   "merged back when it ends; local: here)")
+    q.add_argument("--remote-set", action="append", metavar="KEY=VALUE", default=[],
+                   help="change one field of the remote for this call, e.g. time=00:30:00; repeatable")
+    q.add_argument("--remote-config", metavar="PATH", help="the remote.yaml to read (default: $PW_REMOTE_CONFIG, "
+                   "./remote.yaml, ~/.config/profileweaver/remote.yaml)")
     q = kp.add_parser("measure", help="cache-free CUPTI + NVML telemetry window for one spec")
     common(q, multi=False)
     q.set_defaults(specs=None)

@@ -102,7 +102,7 @@ def chunk(indices: list[int], costs: list[float], slots: int) -> list[list[int]]
     return [sorted(c) for c in out]
 
 
-def _cost(args: dict) -> float:
+def spec_cost(args: dict) -> float:
     prod = 1.0
     for v in args.values():
         if isinstance(v, int) and not isinstance(v, bool):
@@ -249,7 +249,7 @@ def run_batch(entry: Entry, specs: list[dict], settings: Settings, devices: Devi
 
     threads = []
     t0 = time.monotonic()
-    costs = [_cost(a) for a in specs]
+    costs = [spec_cost(a) for a in specs]
     for g, groups in slots.items():
         mine = [i for i, c in enumerate(counts) if c == g]
         for group, share in zip(groups, chunk(mine, costs, len(groups))):

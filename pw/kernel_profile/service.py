@@ -202,7 +202,7 @@ def run(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, *, force:
     devices = devices or executor.choose_devices()
     gpu = resolve_gpu(gpu_name, devices.indices)
     before = count_missing(entry, specs, gpu, cache) if not fresh else None
-    todo = _to_measure(entry, specs, gpu, cache, everything=force or fresh)
+    todo = to_measure(entry, specs, gpu, cache, everything=force or fresh)
     batch_id = uuid.uuid4().hex
     answers, where, outcome = _measure(entry, todo, settings, devices, cache, fresh)
     keys = list(todo)
@@ -234,7 +234,7 @@ def run(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, *, force:
     return body
 
 
-def _to_measure(entry: Entry, specs: list, gpu, cache: Cache, *, everything: bool) -> dict[tuple, dict]:
+def to_measure(entry: Entry, specs: list, gpu, cache: Cache, *, everything: bool) -> dict[tuple, dict]:
     """Distinct keys to measure, in first-appearance order (duplicates are measured once): every
     spec, or those the cache lacks or holds a row of that fails verification."""
     todo: dict[tuple, dict] = {}
