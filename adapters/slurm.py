@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 
 import msgspec
@@ -83,6 +84,17 @@ def records(job_id: str) -> list[TaskRecord]:
 
 def cancel(job_id: str, task: int | None = None) -> None:
     _run(["scancel", job_id if task is None else f"{job_id}_{task}"])
+
+
+def wait(job_id: str, poll_s: float) -> None:
+    """Until no task of the job is pending or running. Interrupted (Ctrl-C), it cancels the job first:
+    a job nobody waits for would hold its nodes and merge into nothing."""
+    try:
+        while queued(job_id):
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        cancel(job_id)
+        raise
 
 
 def parse_queue(job_id: str, text: str) -> list[TaskRecord]:

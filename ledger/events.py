@@ -53,6 +53,18 @@ class Host(msgspec.Struct, frozen=True):
     python: str
 
 
+class Node(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a campaign ran when a scheduler placed it (a Slurm allocation): that machine's own facts
+    (its CPUs are what the load of its runs is read against) and the job that held it."""
+
+    host: Host
+    scheduler: str = "slurm"
+    job_id: str = ""
+    node: str = ""       # the scheduler's name for the machine (SLURMD_NODENAME)
+    partition: str = ""
+    exclusive: bool = False  # the job held the whole node
+
+
 class Budgets(msgspec.Struct, frozen=True):
     iterations: int
     repairs: int
@@ -274,6 +286,9 @@ class TimingConditions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     # were left unchecked because the baseline's own runs do not reproduce them.
     output_checks: list[str] = []
     unchecked_streams: list[str] = []
+    # Set when the campaign ran in a scheduler's allocation (`--remote`), not on the run's host:
+    # both arms' runs ran there. None: on `host`, the run's own.
+    node: Node | None = None
 
 
 class CodeRegion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -36,6 +36,7 @@ from ledger.profile import decode_profile, encode_profile
 from pw.rules import attribution as attr
 from pw.rules.contention import OTHERS, RUN_QUEUE, STEAL
 from pw.workload import containment, output_check
+from pw.workload.host import scheduler_node
 from pw.workload import steps as execute
 
 # An operation metric's floor: a run in which the operation's code took no sample at all.
@@ -263,6 +264,7 @@ def run_pairs(
         sandbox=containment.describe(),
         output_checks=[s for s in output_check.STREAMS if s not in checker.baseline_differs] if checks else [],
         unchecked_streams=sorted(checker.baseline_differs),
+        node=scheduler_node(),
     )
     timing = ev.TimingRecorded(
         purpose=purpose,  # type: ignore[arg-type]

@@ -38,7 +38,7 @@ from pw.app.run import RunHandle
 from pw.rules import stages as decide
 from pw.workload import containment, correctness, workspace
 from pw.workload import steps as execute
-from pw.workload.host import host_info
+from pw.workload.host import host_info, scheduler_node
 from pw.workload.inference import infer_contract, slug
 from pw.workload.manifest import MANIFEST, load_manifest, place_in_root
 
@@ -273,7 +273,7 @@ def time_baseline_alone(contract: Contract, target: execute.Target, scratch: Pat
             exploratory=False,
             conditions=ev.TimingConditions(
                 host=host, argv=list(contract.run.argv), metric=contract.metric.kind,
-                warmup_runs=1, sandbox=containment.describe(),
+                warmup_runs=1, sandbox=containment.describe(), node=scheduler_node(),
                 arms={"baseline": ev.TimedArm(binary_before=binary, binary_after=execute.binary_digest(target),
                                               inputs_sha256=execute.inputs_digest(contract, target))},
             ),

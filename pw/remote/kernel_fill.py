@@ -20,8 +20,8 @@ states, what ran) and `merge-report.json` are written to the output directory.
 
 from __future__ import annotations
 
-import json
 import os
+import shlex
 import sys
 import time
 import uuid
@@ -37,6 +37,7 @@ from pw.kernel_profile import executor, service
 from pw.kernel_profile.cache import Cache, key_for
 from pw.kernel_profile.registry import Entry
 from pw.remote.config import Remote
+from pw.remote.files import read_json, write_json
 
 
 class Plan(msgspec.Struct, frozen=True):
@@ -71,7 +72,7 @@ def plan_chunks(todo: list[dict], tasks: int) -> list[list[dict]]:
 
 def task_script(plan: Plan, out: Path, remote: Remote, entry: Entry) -> str:
     """The batch script every array task runs: its directory, its node's facts, the same pw verb."""
-    q = _quote
+    q = shlex.quote
     args = [*plan.command, "kernel-profile", "run", plan.table, "--backend", plan.backend, "--gpu-name",
             plan.gpu_name, "--json"]
     lines = ["#!/bin/bash", f"# pw kernel-profile fill {plan.batch_id}: {len(plan.chunks)} task(s) of "
@@ -97,12 +98,6 @@ def task_script(plan: Plan, out: Path, remote: Remote, entry: Entry) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
 def sbatch_options(plan: Plan, out: Path, remote: Remote, entry: Entry) -> list[str]:
     opts = [f"--job-name=pw-kp-{plan.table}", f"--array=0-{len(plan.chunks) - 1}", f"--time={remote.time}",
             f"--output={out}/task-%a/slurm.out", "--ntasks=1"]
@@ -114,20 +109,11 @@ def sbatch_options(plan: Plan, out: Path, remote: Remote, entry: Entry) -> list[
     return opts + list(remote.options)
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
 
 def _wait(job_id: str, remote: Remote, out: Path) -> None:
-    """Until no task of the job is pending or running; Ctrl-C cancels the job and says so."""
     try:
-        while slurm.queued(job_id):
-            time.sleep(remote.poll_s)
+        slurm.wait(job_id, remote.poll_s)
     except KeyboardInterrupt:
-        slurm.cancel(job_id)
         raise ToolError(f"interrupted: Slurm job {job_id} cancelled; nothing merged (its files are in {out})") from None
 
 
@@ -138,7 +124,7 @@ def _task_events(entry: Entry, plan: Plan, out: Path, job_id: str, records: dict
     facts = []
     for i, chunk in enumerate(plan.chunks):
         where = out / f"task-{i}"
-        started, finished = _read_json(where / "started.json"), _read_json(where / "finished.json")
+        started, finished = read_json(where / "started.json"), read_json(where / "finished.json")
         rec = records.get(i)
         node = started.get("node") or (rec.nodes if rec else "")
         state = rec.state if rec else ("COMPLETED" if finished.get("exit_code") == 0 else "UNKNOWN")
@@ -193,7 +179,7 @@ def _merge(entry: Entry, plan: Plan, cache: Cache, events: list, out: Path) -> d
         report = {"batch_id": plan.batch_id, "merged": False, "events": len(events), "conflicts": found,
                   "cache_ledger": str(cache.ledger.path), "planned_at_seq": plan.head_seq, "head_seq": head}
         if found:
-            _write(out / "merge-report.json", report)
+            write_json(out / "merge-report.json", report)
             raise MergeConflict(
                 f"{len(found)} row(s) for this job's specs were stored in {cache.db} while Slurm job ran "
                 f"(first: {found[0]['args']}, seq {found[0]['seq']}); nothing merged; see {out / 'merge-report.json'}")
@@ -203,15 +189,10 @@ def _merge(entry: Entry, plan: Plan, cache: Cache, events: list, out: Path) -> d
             continue
         cache.rebuild()
         report["merged"] = True
-        _write(out / "merge-report.json", report)
+        write_json(out / "merge-report.json", report)
         return report
     raise ToolError(f"{cache.ledger.path}: other writers kept appending; nothing merged (run the same command again)")
 
-
-def _write(path: Path, body: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
 
 
 def fill(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, remote: Remote, out: Path,
@@ -236,10 +217,10 @@ def fill(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, remote: 
     events: list = []
     if plan.chunks:
         out.mkdir(parents=True, exist_ok=True)
-        _write(out / "plan.json", msgspec.to_builtins(plan))
+        write_json(out / "plan.json", msgspec.to_builtins(plan))
         for i, chunk in enumerate(plan.chunks):
             (out / f"task-{i}").mkdir(exist_ok=True)
-            _write(out / f"task-{i}" / "specs.json", {"specs": chunk})
+            write_json(out / f"task-{i}" / "specs.json", {"specs": chunk})
         script = out / "job.sh"
         script.write_text(task_script(plan, out, remote, entry))
         options = sbatch_options(plan, out, remote, entry)
@@ -247,13 +228,13 @@ def fill(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, remote: 
         job_id = slurm.submit(str(script), options)
         run_facts.update(job_id=job_id, sbatch=["sbatch", "--parsable", *options, str(script)],
                          submitted_at=time.time())
-        _write(out / "remote-run.json", run_facts)  # the job id is on disk before the wait: scancel it by hand
+        write_json(out / "remote-run.json", run_facts)  # the job id is on disk before the wait: scancel it by hand
         _wait(job_id, remote, out)
         records = {r.task: r for r in slurm.records(job_id)}
         events, tasks = _task_events(entry, plan, out, job_id, records)
         run_facts.update(tasks=tasks, nodes=sorted({t["node"] for t in tasks if t["node"]}),
                          finished_at=time.time(), wall_s=round(time.monotonic() - t0, 3))
-        _write(out / "remote-run.json", run_facts)
+        write_json(out / "remote-run.json", run_facts)
     measured = [e for e in events if isinstance(e, KernelMeasured)]
     failed = [e for e in events if isinstance(e, KernelMeasurementFailed)]
     if fresh:

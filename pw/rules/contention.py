@@ -58,6 +58,24 @@ def _per_run(samples: dict[str, list[float]], label: str, key: str, n: int) -> l
     return list(values) if values is not None and len(values) == n else None
 
 
+def timing_cpus(timing: ev.TimingRecorded, run_cpus: int) -> int:
+    """The CPUs of the machine a campaign ran on: a scheduler's node's own (`--remote`), else the run's."""
+    node = timing.conditions.node if timing.conditions is not None else None
+    return node.host.cpus if node is not None else run_cpus
+
+
+def where_timed(timing: ev.TimingRecorded) -> str | None:
+    """"n1 (host vm, 2 CPUs; Slurm job 12, partition pw, exclusive)" for a campaign a scheduler
+    placed; None for one on the run's own host."""
+    node = timing.conditions.node if timing.conditions is not None else None
+    if node is None:
+        return None
+    job = ", ".join(x for x in (f"{node.scheduler.capitalize()} job {node.job_id}",
+                                f"partition {node.partition}" if node.partition else "",
+                                "exclusive" if node.exclusive else "") if x)
+    return f"{node.node or node.host.hostname} (host {node.host.hostname}, {node.host.cpus} CPUs; {job})"
+
+
 def arm_of(timing: ev.TimingRecorded, label: str, cpus: int) -> ArmContention | None:
     """``label``'s contention, or None when the campaign did not record the run queue for every
     run (older runs, a kernel without scheduler statistics)."""

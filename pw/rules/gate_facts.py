@@ -146,6 +146,8 @@ class Repro(Plain):
     tool_versions: dict[str, str] = {}
     source_sha256: str | None = None
     run_id: str | None = None
+    # Where the campaign's runs ran when a scheduler placed them (`--remote`); None: on `host`.
+    timed_on: str | None = None
 
 
 class Seqs(Plain):
@@ -383,7 +385,7 @@ def reproducible_gate(i: SharedInputs) -> GateResult:
     missing = [f for f in REPRO_FIELDS if not getattr(r, f)]
     failures = [f"not recorded: {', '.join(missing)}"] if missing else []
     return gate_result("reproducible", failures,
-                   f"run {r.run_id} on {r.host}: build {(r.build_sha256 or '')[:12]}, source "
+                   f"run {r.run_id} on {r.host}{f', timed on {r.timed_on}' if r.timed_on else ''}: build {(r.build_sha256 or '')[:12]}, source "
                    f"{(r.source_sha256 or '')[:12]}, tools {', '.join(f'{k} {v}' for k, v in sorted(r.tool_versions.items()))}, "
                    f"command {' '.join(r.command)}",
                    [i.seqs.run, i.seqs.preflight, i.seqs.build])

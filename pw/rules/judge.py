@@ -23,6 +23,7 @@ from pw.rules import gate_facts as gf
 from pw.rules import gates as g
 from pw.rules import gates_reprofiled as gr
 from pw.rules import stopping
+from pw.rules.contention import timing_cpus, where_timed
 from pw.rules.rulesets import GATE_RULES, RuleSet, rule_set
 from pw.rules.verdict import reach_verdict
 from pw.stats.adaptive import PAIRED_RULES
@@ -126,7 +127,7 @@ def select(envelopes: list[ev.Envelope], cid: str) -> Selection:
                             and d.adapter not in ("ncu", own))
     if timing is not None:  # every part of an adaptive campaign, as one, as its rule reads it
         started = baseline(ev.RunStarted)
-        cpus = started[1].host.cpus if started is not None else 1
+        cpus = timing_cpus(timing[1], started[1].host.cpus if started is not None else 1)
         timing = (timing[0], stopping.judged_timing(stopping.merged_timing(items, *timing), cpus))
     # A chained candidate is timed against its parent: the parent's build and profile are the reference.
     ref = timing[1].targets[0] if timing else "baseline"
@@ -574,6 +575,7 @@ def _shared_inputs(s: Selection, cid: str, ref: str, base_build: Found, analysis
             command=list(contract.run.argv), build_sha256=build[1].binary_sha256 if build else None,
             host=run.host.hostname, tool_versions=_tool_versions(pf[1] if pf else None),
             source_sha256=diff.source_sha256, run_id=run.run_id,
+            timed_on=where_timed(timing[1]) if timing else None,
         ),
     )
 
@@ -628,7 +630,7 @@ def _pair_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: dict[str
     from pw.rules.judge_pairs import pair_facts
 
     timing, run = s.timing, s.run[1]
-    pairs = pair_facts(timing[1], profiles, run.host.cpus, _hybrid_status(s)) if timing else None
+    pairs = pair_facts(timing[1], profiles, timing_cpus(timing[1], run.host.cpus), _hybrid_status(s)) if timing else None
     profiler = timing[1].profiler if timing else None
     adapter = None
     if profiler is not None:
@@ -672,7 +674,8 @@ def _verdict_checks(rs: RuleSet, s: Selection, envelopes, ref: str, base_build: 
     if rs.contention_veto:  # the machine's load, measured per timed run (pw.rules.contention)
         from pw.rules.contention import contention_reason
 
-        contended = contention_reason(timing[1] if timing else None, run.host.cpus)
+        contended = contention_reason(timing[1] if timing else None,
+                                       timing_cpus(timing[1], run.host.cpus) if timing else run.host.cpus)
     chain = _chain_doubt(envelopes, ref, analysis, rs) if rs.chain_cumulative and ref != "baseline" and analysis else None
     image = same_image(base_build[1] if base_build else None, build[1] if build else None, ref) if rs.same_image else None
     return ceiling, doubts, contended, chain, image
@@ -692,8 +695,9 @@ def judge_events(envelopes: list[ev.Envelope], cid: str, profiles: Mapping[str, 
             and timing[1].campaign.rule in PAIRED_RULES:
         from pw.rules.judge_pairs import admitted_analysis
 
-        analysis = admitted_analysis(timing[1], cid, s.run[1].host.cpus)
-        wall = admitted_analysis(timing[1], cid, s.run[1].host.cpus, ":wall_s") if roi else None
+        cpus = timing_cpus(timing[1], s.run[1].host.cpus)
+        analysis = admitted_analysis(timing[1], cid, cpus)
+        wall = admitted_analysis(timing[1], cid, cpus, ":wall_s") if roi else None
     else:
         analysis = analyze(timing[1], cid) if timing else None
         wall = analyze(timing[1], cid, ":wall_s") if timing and roi else None

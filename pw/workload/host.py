@@ -25,6 +25,21 @@ def host_info() -> ev.Host:
     )
 
 
+def scheduler_node() -> ev.Node | None:
+    """This machine as a Slurm allocation sees it, or None outside one. CPUs are those this process
+    may run on (the allocation's), not the machine's."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    h = host_info()
+    return ev.Node(host=ev.Host(hostname=h.hostname, platform=h.platform, machine=h.machine, cpus=cpus,
+                                python=h.python),
+                   job_id=job, node=os.environ.get("SLURMD_NODENAME", ""),
+                   partition=os.environ.get("SLURM_JOB_PARTITION", ""),
+                   exclusive=os.environ.get("PW_SLURM_EXCLUSIVE") == "1")
+
+
 def tool_version(name: str, flag: str = "--version") -> ev.ToolInfo:
     path = shutil.which(name)
     if path is None:
