@@ -803,3 +803,26 @@ class ViewEmitted(Payload, frozen=True):
 
 
 EVENT_TYPES.update({cls.TYPE: cls for cls in (ProfileImported, ViewEmitted)})
+
+
+# --- added for `pw evaluate RUN ID [ID ...]` (issue 30); appended, never renamed --------------------
+
+
+class BatchPlanned(Payload, frozen=True):
+    """Several candidates evaluated by one `pw evaluate RUN A B ...` as one quiet batch, recorded
+    before the first of them is touched. `candidates` as given; `order` the order their campaigns
+    run in. `mode` "builds-first": every candidate's diff, build, holdouts and oracle check first (a
+    candidate that fails them is judged then, and the others go on), then the campaigns one after
+    another in `order`, never two at once (docs/decisions/0029-quiet-batches.md). `max_pairs` and
+    `max_time_s` are the command's budgets for each campaign (None: the manifest's)."""
+
+    TYPE = "BatchPlanned"
+    batch: str
+    candidates: list[str]
+    order: list[str]
+    mode: Literal["builds-first"]
+    max_pairs: int | None = None
+    max_time_s: float | None = None
+
+
+EVENT_TYPES[BatchPlanned.TYPE] = BatchPlanned

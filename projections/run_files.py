@@ -4,7 +4,8 @@ The documents' run directory holds brief.md (the dispatch brief from the root), 
 resumable execution plan), harness-state.json (input/output hashes and stage status), bench.*.json
 (one record per timing campaign), experiment-state.json (the compact candidate, batch and winner
 ledger), campaign-plan.json (the final campaign's contract) and campaign-result.json (every
-candidate's and finalist's samples and decisions). Here each is a pure function of the run state,
+candidate's and finalist's samples and decisions); batch-plan.json (each quiet multi-candidate
+batch of `pw evaluate RUN ID [ID ...]`, only once there is one). Here each is a pure function of the run state,
 like every other projection: `pw rebuild` writes them, `pw audit` compares them, and each JSON file
 has its schema in schemas/ (`pw validate FILE`).
 
@@ -352,6 +353,31 @@ def campaign_result(state: RunState) -> CampaignResultDoc | None:
                              if base else None, candidates=results, finalist=_winner(state))
 
 
+class BatchEntry(msgspec.Struct, frozen=True):
+    batch: str
+    candidates: list[str]  # as given
+    order: list[str]  # the order the campaigns run in
+    mode: str  # builds-first: every build and oracle check, then the campaigns one at a time
+    max_pairs: int | None
+    max_time_s: float | None
+
+
+class BatchPlanDoc(msgspec.Struct, frozen=True):
+    """batch-plan.json: every quiet multi-candidate batch of the run (`BatchPlanned`), in ledger order."""
+
+    ledger_head: Head
+    batches: list[BatchEntry]
+
+
+def batch_plan(state: RunState) -> BatchPlanDoc | None:
+    """None (no file) until the run has a batch, so a run without one has the same files as before."""
+    if state.run is None or not state.batches:
+        return None
+    return BatchPlanDoc(ledger_head=state.head, batches=[
+        BatchEntry(batch=b.batch, candidates=list(b.candidates), order=list(b.order), mode=b.mode,
+                   max_pairs=b.max_pairs, max_time_s=b.max_time_s) for b in state.batches])
+
+
 def brief_md(state: RunState) -> str | None:
     """brief.md: the dispatch brief from the root: the question, the contract, the routing and where
     the run stands, in words a person reads first."""
@@ -393,4 +419,5 @@ JSON_FILES = {
     "experiment-state.json": experiment_state,
     "campaign-plan.json": campaign_plan,
     "campaign-result.json": campaign_result,
+    "batch-plan.json": batch_plan,
 }

@@ -78,6 +78,8 @@ class RunState(msgspec.Struct, frozen=True):
     emitted: tuple[Emitted, ...] = ()
     # The seq of each TimingRecorded, parallel to `timings` (bench.*.json names and cites them).
     timing_seqs: tuple[int, ...] = ()
+    # Every batch of `pw evaluate RUN ID [ID ...]`, in ledger order (batch-plan.json).
+    batches: tuple[ev.BatchPlanned, ...] = ()
 
 
 def initial() -> RunState:
@@ -103,6 +105,7 @@ _APPENDS: dict[type, tuple[str, Any]] = {
     ev.LedgerRepaired: ("repairs", lambda d: d),
     ev.Note: ("notes", lambda d: d.text),
     ev.UnprofiledCompared: ("unprofiled", lambda d: d),
+    ev.BatchPlanned: ("batches", lambda d: d),
 }
 
 

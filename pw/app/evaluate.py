@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -85,12 +86,18 @@ def evaluate(
     *,
     max_pairs: int | None = None,
     max_time_s: float | None = None,
-) -> EvaluateResult:
+    until: Literal["oracle"] | None = None,
+) -> EvaluateResult | None:
+    """The candidate's evaluation, to its verdict. ``until="oracle"`` (a batch's build pass,
+    ``pw.app.batch``) stops once the oracle has passed and returns None: the attempt is left open, as
+    an interrupted one is, and the next `evaluate` of the candidate continues it with the campaign. A
+    candidate judged before that (refused edits, a failed build or oracle) returns its result."""
     candidates.check_id(cid)
     with evaluation_lock(handle, cid), handle.stage():
         state, found = attempt_in_progress(handle, handle.refresh(), cid)
         if found is not None:
-            return _continue(handle, state, cid, found, progress, max_pairs=max_pairs, max_time_s=max_time_s)
+            return _continue(handle, state, cid, found, progress, max_pairs=max_pairs, max_time_s=max_time_s,
+                             until=until)
         cand, attempt = candidates.decide_evaluate(state, cid)
         ws = handle.path / cand.prepared.workspace
         if not ws.is_dir():
@@ -110,11 +117,13 @@ def evaluate(
         if refused:
             return _judged(handle, state, cid, attempt, progress)
         step = Attempt(cid=cid, attempt=attempt, recorded=frozenset({"diff"}))
-        return _continue(handle, state, cid, step, progress, max_pairs=max_pairs, max_time_s=max_time_s)
+        return _continue(handle, state, cid, step, progress, max_pairs=max_pairs, max_time_s=max_time_s,
+                         until=until)
 
 
 def _continue(handle: RunHandle, state: RunState, cid: str, step: Attempt, progress, *,
-              max_pairs: int | None, max_time_s: float | None) -> EvaluateResult:
+              max_pairs: int | None, max_time_s: float | None,
+              until: Literal["oracle"] | None = None) -> EvaluateResult | None:
     """The stages of ``step`` not recorded yet, in order; each recorded stage is reused as it is
     (the build only after its tree still hashes to what was built)."""
     contract = state.run.contract
@@ -155,6 +164,8 @@ def _continue(handle: RunHandle, state: RunState, cid: str, step: Attempt, progr
             return _judged(handle, state, cid, step.attempt, progress, resumed)
     else:
         fresh = step.holdouts
+    if until == "oracle":
+        return None  # built and correct: the attempt stays open for its campaign (a batch's build pass)
     # Its reference's own code and data: no timing can show it faster, and the judge rejects it as no
     # effect without one (gate rules 13 on), so its campaign is not run.
     parent = state.candidates[cid].prepared.resolved_parent

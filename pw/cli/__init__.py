@@ -81,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PARENT is baseline, current (best verified so far) or a candidate id; repeatable")
 
     p = _verb(sub, "evaluate", "build, check and time a candidate with its profiler in every run; apply the six gates")
-    p.add_argument("id", metavar="ID")
+    p.add_argument("id", metavar="ID", nargs="+",
+                   help="one candidate, or several: one quiet batch (every build and oracle check, then the "
+                        "campaigns one at a time)")
     p.add_argument("--max-pairs", type=int, metavar="N",
                    help="pair budget of the adaptive campaign (default: the manifest's sampling.max_pairs)")
     p.add_argument("--max-time", type=float, metavar="SECONDS",

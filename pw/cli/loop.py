@@ -48,52 +48,99 @@ def evaluate(args) -> int:
         raise UsageError("give --more N or --max-pairs N, not both (--more sets the new pair budget)")
     if args.max_pairs is not None and args.max_pairs < 5:
         raise UsageError(f"--max-pairs {args.max_pairs}: expected at least 5 pairs")
+    if len(args.id) > 1 and args.more is not None:
+        raise UsageError(f"--more continues one candidate's campaign: give one ID, not {len(args.id)}")
     handle = _handle(args.run)
+    if len(args.id) > 1:
+        return _evaluate_batch(args, handle)
+    cid = args.id[0]
     with progress_reporter(not args.json, "evaluate") as progress:
         if args.more is not None:
             pairs = None if args.more == -1 else args.more
-            result = do_more(handle, args.id, pairs, progress, max_time_s=args.max_time)
+            result = do_more(handle, cid, pairs, progress, max_time_s=args.max_time)
         else:
-            result = do_evaluate(handle, args.id, progress, max_pairs=args.max_pairs, max_time_s=args.max_time)
+            result = do_evaluate(handle, cid, progress, max_pairs=args.max_pairs, max_time_s=args.max_time)
         screening = confirm_when_due(handle, progress)
-    errors, log = _build_errors(handle, result)
     if args.json:
-        extra = {"build_errors": errors, "build_log": str(log)} if log else {}
-        if screening is not None:
-            extra["screening"] = screening
-        print_json(to_builtins(result) | {"run_dir": str(handle.path)} | extra)
+        print_json(_result_json(handle, result) | ({"screening": screening} if screening is not None else {}))
     else:
-        speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
-        if result.reference != "baseline":
-            cum = (f"{result.cumulative:.3f}x [{result.cumulative_interval[0]:.3f}, {result.cumulative_interval[1]:.3f}]"
-                   if result.cumulative and result.cumulative_interval else "-")
-            speed = f"step {speed} vs {result.reference}; cumulative {cum} vs baseline, approx."
-        else:
-            speed = f"speedup {speed}"
-        lines = [f"{result.id} attempt {result.attempt}: {result.status} ({speed})"]
-        lines += [f"  {r}" for r in result.reasons]
-        if log:
-            lines += [f"    {e}" for e in errors]
-            lines.append(f"    build log: {log}")
-        if result.gates:
-            lines.append(f"  gates: {_gate_line(result.gates)}")
-        if result.stop:
-            aside = f" (and {result.set_aside} set aside for unbalanced load)" if result.set_aside else ""
-            lines.append(f"  campaign: {result.n_pairs} pairs{aside}, stopped: {_STOPS.get(result.stop, result.stop)}")
-        lines.append(f"  patch: {result.patch}")
-        if result.repairable and result.repairs_left:
-            lines.append(f"  repairs left: {result.repairs_left} (edit the workspace and evaluate again)")
-        if result.brief:
-            lines.append(f"  brief for the next idea: {result.brief}")
-            lines.append(f"next: pw prepare {handle.path} --candidate ID:current:MECHANISM")
-        if result.status in ("inconclusive", "proposed") and result.stop == "budget":
-            more = f" {result.more_pairs}" if result.more_pairs else ""
-            lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}   (the budget ran out undecided; "
-                         "at most 60 pairs at a time)")
+        lines = _result_lines(handle, result)
         if screening is not None:
             lines.append(f"  {screening['line']}")
         print_text("\n".join(lines))
+    return _exit_of(result)
+
+
+def _exit_of(result) -> int:
     return 0 if result.status == "verified" else 1
+
+
+def _evaluate_batch(args, handle) -> int:
+    """`pw evaluate RUN A B ...`: one quiet batch (pw.app.batch); each candidate's part as a single
+    `pw evaluate` prints it; the exit status is the worst (highest) of the candidates'."""
+    from pw.app.batch import evaluate_batch
+    from pw.app.screening import confirm_when_due
+
+    with progress_reporter(not args.json, "evaluate") as progress:
+        batch = evaluate_batch(handle, args.id, progress, max_pairs=args.max_pairs, max_time_s=args.max_time)
+        screening = confirm_when_due(handle, progress)
+    codes = [o.exit_code if o.result is None else _exit_of(o.result) for o in batch.outcomes]
+    if args.json:
+        results = [_result_json(handle, o.result) if o.result is not None
+                   else {"id": o.id, "error": o.error, "exit_code": o.exit_code} for o in batch.outcomes]
+        print_json({"batch": to_builtins(batch.plan), "results": results}
+                   | ({"screening": screening} if screening is not None else {}))
+    else:
+        plan = batch.plan
+        lines = [f"{plan.batch}: {', '.join(plan.order)} (builds and oracle checks first, then the campaigns "
+                 "one at a time, in this order)"]
+        for outcome in batch.outcomes:
+            if outcome.result is not None:
+                lines += _result_lines(handle, outcome.result)
+            else:
+                lines.append(f"{outcome.id}: error (exit {outcome.exit_code}): {outcome.error}")
+        if screening is not None:
+            lines.append(f"  {screening['line']}")
+        print_text("\n".join(lines))
+    return max(codes)
+
+
+def _result_json(handle, result) -> dict:
+    errors, log = _build_errors(handle, result)
+    extra = {"build_errors": errors, "build_log": str(log)} if log else {}
+    return to_builtins(result) | {"run_dir": str(handle.path)} | extra
+
+
+def _result_lines(handle, result) -> list[str]:
+    errors, log = _build_errors(handle, result)
+    speed = f"{result.speedup:.3f}x [{result.interval[0]:.3f}, {result.interval[1]:.3f}]" if result.interval else "-"
+    if result.reference != "baseline":
+        cum = (f"{result.cumulative:.3f}x [{result.cumulative_interval[0]:.3f}, {result.cumulative_interval[1]:.3f}]"
+               if result.cumulative and result.cumulative_interval else "-")
+        speed = f"step {speed} vs {result.reference}; cumulative {cum} vs baseline, approx."
+    else:
+        speed = f"speedup {speed}"
+    lines = [f"{result.id} attempt {result.attempt}: {result.status} ({speed})"]
+    lines += [f"  {r}" for r in result.reasons]
+    if log:
+        lines += [f"    {e}" for e in errors]
+        lines.append(f"    build log: {log}")
+    if result.gates:
+        lines.append(f"  gates: {_gate_line(result.gates)}")
+    if result.stop:
+        aside = f" (and {result.set_aside} set aside for unbalanced load)" if result.set_aside else ""
+        lines.append(f"  campaign: {result.n_pairs} pairs{aside}, stopped: {_STOPS.get(result.stop, result.stop)}")
+    lines.append(f"  patch: {result.patch}")
+    if result.repairable and result.repairs_left:
+        lines.append(f"  repairs left: {result.repairs_left} (edit the workspace and evaluate again)")
+    if result.brief:
+        lines.append(f"  brief for the next idea: {result.brief}")
+        lines.append(f"next: pw prepare {handle.path} --candidate ID:current:MECHANISM")
+    if result.status in ("inconclusive", "proposed") and result.stop == "budget":
+        more = f" {result.more_pairs}" if result.more_pairs else ""
+        lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}   (the budget ran out undecided; "
+                     "at most 60 pairs at a time)")
+    return lines
 
 
 def _build_errors(handle, result):

@@ -37,6 +37,7 @@ FILE_TYPES: list[tuple[str, str]] = [
     ("experiment-state.json", "projections.run_files:ExperimentStateDoc"),
     ("campaign-plan.json", "projections.run_files:CampaignPlanDoc"),
     ("campaign-result.json", "projections.run_files:CampaignResultDoc"),
+    ("batch-plan.json", "projections.run_files:BatchPlanDoc"),
 ]
 
 

@@ -1,6 +1,6 @@
 """Candidate bookkeeping that needs no I/O: ids, parents, budgets, editable files.
 
-`decide_prepare` and `decide_evaluate` check a command against the folded run state and either
+`decide_prepare`, `decide_evaluate` and `decide_batch` check a command against the folded run state and either
 return what may happen or raise `RejectedCommand` with one line saying why and what to do.
 """
 
@@ -13,6 +13,7 @@ import msgspec
 
 from ledger.contract import Contract
 from ledger.errors import InputError, RejectedCommand
+from ledger.events import BatchPlanned
 from projections.state import CandidateState, RunState
 
 ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
@@ -166,6 +167,23 @@ def decide_evaluate(state: RunState, cid: str) -> tuple[CandidateState, int]:
             )
     attempt = (cand.diff.attempt + 1) if cand.diff is not None else 1
     return cand, attempt
+
+
+def decide_batch(state: RunState, ids: list[str], *, max_pairs: int | None = None,
+                 max_time_s: float | None = None) -> BatchPlanned:
+    """The batch `pw evaluate RUN A B ...` records before it touches any candidate: every id once,
+    and each one a candidate `decide_evaluate` would evaluate now (else the first one that is not,
+    named, and nothing is recorded). The campaigns run in the order given."""
+    seen: set[str] = set()
+    for cid in ids:
+        check_id(cid)
+        if cid in seen:
+            raise InputError(f"candidate {cid!r} is given twice; name each candidate of a batch once")
+        seen.add(cid)
+    for cid in ids:
+        decide_evaluate(state, cid)
+    return BatchPlanned(batch=f"batch-{len(state.batches) + 1}", candidates=list(ids), order=list(ids),
+                        mode="builds-first", max_pairs=max_pairs, max_time_s=max_time_s)
 
 
 def is_editable(rel: str, contract: Contract) -> bool:
