@@ -64,6 +64,13 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
     partition: str = ""
     exclusive: bool = False  # the job held the whole node
 
+    def describe(self) -> str:
+        """"n1 (host vm, 2 CPUs; Slurm job 12, partition pw, exclusive)"."""
+        job = ", ".join(x for x in (f"{self.scheduler.capitalize()} job {self.job_id}",
+                                    f"partition {self.partition}" if self.partition else "",
+                                    "exclusive" if self.exclusive else "") if x)
+        return f"{self.node or self.host.hostname} (host {self.host.hostname}, {self.host.cpus} CPUs; {job})"
+
 
 class Budgets(msgspec.Struct, frozen=True):
     iterations: int

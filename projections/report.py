@@ -179,8 +179,29 @@ def report(state: RunState) -> ReportDoc | None:
             | {p.name: p.version for p in (pf.profilers if pf else [])},
             "commands": [f"pw start --workload {run.workload}"]
             + [f"pw evaluate runs/{run.run_id} {c.id}" for c in cands],
-        },
+        } | _elsewhere(state),
     )
+
+
+def _elsewhere(state: RunState) -> dict[str, Any]:
+    """The campaigns a scheduler placed on another machine (`--remote`), each with where and what
+    it measured, side by side (does the speedup hold on another node?); {} when every campaign ran
+    on the run's host, so such a run's report is what it always was."""
+    rows = []
+    for seq, t in zip(state.timing_seqs, state.timings, strict=True):
+        node = t.conditions.node if t.conditions is not None else None
+        if node is None or t.purpose not in ("screening", "confirmation"):
+            continue
+        cid = t.targets[-1]
+        c = state.candidates.get(cid)
+        confirmed = next((w for w in state.confirmations if w.timing_seq == seq), None)
+        last_screening = max((s for s, x in zip(state.timing_seqs, state.timings, strict=True)
+                              if x.purpose == "screening" and x.targets[-1] == cid), default=None)
+        v = confirmed or (c.verdict if c is not None and t.purpose == "screening" and seq == last_screening else None)
+        rows.append({"candidate": cid, "purpose": t.purpose, "timing_seq": seq, "pairs": len(t.order),
+                     "node": node.node, "where": node.describe(), "status": v.status if v else None,
+                     "speedup": v.speedup if v else None, "interval": v.interval if v else None})
+    return {"timed_elsewhere": rows} if rows else {}
 
 
 def _fmt(speedup: float | None, interval: list[float] | None) -> str:
@@ -258,4 +279,9 @@ def render_markdown(doc: ReportDoc) -> str:
               f"- source sha256: `{r['source_sha256']}`", "- tool versions:"]
     lines += [f"  - {k}: {v}" for k, v in sorted(r["tool_versions"].items())]
     lines += ["- commands:"] + [f"  - `{c}`" for c in r["commands"]]
+    if r.get("timed_elsewhere"):
+        lines += ["", "### Where the campaigns ran", "", "| candidate | campaign | pairs | timed on | status | speedup [95% CI] |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {e['candidate']} | {e['purpose']} (seq {e['timing_seq']}) | {e['pairs']} | {e['where']} | "
+                  f"{e['status'] or '-'} | {_fmt(e['speedup'], e['interval'])} |" for e in r["timed_elsewhere"]]
     return "\n".join(lines) + "\n"

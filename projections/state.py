@@ -78,6 +78,9 @@ class RunState(msgspec.Struct, frozen=True):
     emitted: tuple[Emitted, ...] = ()
     # The seq of each TimingRecorded, parallel to `timings` (bench.*.json names and cites them).
     timing_seqs: tuple[int, ...] = ()
+    # Every WinnerConfirmed in ledger order (a candidate's `confirmation` is its latest): one per
+    # confirmation campaign, each citing its timing (the report lists those timed on another node).
+    confirmations: tuple[ev.WinnerConfirmed, ...] = ()
     # Every batch of `pw evaluate RUN ID [ID ...]`, in ledger order (batch-plan.json).
     batches: tuple[ev.BatchPlanned, ...] = ()
 
@@ -209,6 +212,7 @@ def fold(envelopes, state: RunState | None = None) -> RunState:
     appended: dict[str, list] = {field: list(getattr(state, field)) for field, _ in _APPENDS.values()}
     emitted = list(state.emitted)
     timing_seqs = list(state.timing_seqs)
+    confirmations = list(state.confirmations)
     counts = dict(state.event_counts)
     head = state.head
     for env in envelopes:
@@ -217,6 +221,8 @@ def fold(envelopes, state: RunState | None = None) -> RunState:
         emitted += emissions(env)
         if type(env.data) is ev.TimingRecorded:
             timing_seqs.append(env.seq)
+        elif type(env.data) is ev.WinnerConfirmed:
+            confirmations.append(env.data)
         rule = _APPENDS.get(type(env.data))
         if rule is not None:
             appended[rule[0]].append(rule[1](env.data))
@@ -230,6 +236,7 @@ def fold(envelopes, state: RunState | None = None) -> RunState:
         event_counts=counts,
         emitted=tuple(emitted),
         timing_seqs=tuple(timing_seqs),
+        confirmations=tuple(confirmations),
         **{field: tuple(values) for field, values in appended.items()},
     )
 

@@ -161,6 +161,7 @@ def _error_classes() -> dict[type, int]:
         NvmlUnavailable: errors.EXIT_TOOL_FAILED,
         errors.ConcurrencyError: errors.EXIT_CONFLICT,
         errors.HeldElsewhere: errors.EXIT_CONFLICT,
+        errors.MergeConflict: errors.EXIT_CONFLICT,
     }
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ledger import events as ev
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
@@ -188,3 +190,42 @@ def test_a_cancelled_task_fails_its_specs_not_the_batch_and_a_retry_fills_only_t
     again = measured(cluster)[before:]
     assert sorted(int(line.split(",")[0]) for line in again) == cancelled
     assert missing(cluster, specs) == 0
+
+
+def pw_cli(*argv: object, cwd: Path) -> subprocess.CompletedProcess:
+    """`pw ...` as its own process (a node runs this same command again, without --remote)."""
+    return subprocess.run([sys.executable, "-m", "pw.cli", *map(str, argv)], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_a_campaign_runs_on_an_allocated_node_and_a_confirmation_on_another_beside_it(cluster, matmul_template):
+    from tests.conftest import WORKLOADS, apply_patch, copy_run, ledger_events
+
+    run = copy_run(matmul_template, cluster)
+    assert pw_cli("prepare", run, "--candidate", "lo:baseline:loop interchange i-k-j", cwd=cluster).returncode == 0
+    apply_patch(run / "candidates" / "lo" / "src", WORKLOADS / "matmul-c" / "candidates" / "interchange.patch")
+    cfg = ["--remote", "two", "--remote-config", cluster / "remote.yaml"]
+    r = pw_cli("evaluate", run, "lo", "--json", *cfg, "--remote-set", "options=[--nodelist=n1]", cwd=cluster)
+    assert r.returncode in (0, 1), r.stderr
+    assert "Traceback" not in r.stderr and "Slurm job" in r.stderr
+    screened = json.loads(r.stdout)  # the node's own output, relayed
+    assert screened["id"] == "lo" and screened["status"] in ("verified", "proposed", "inconclusive"), screened
+    reproducible = next(g for g in screened["gates"] if g["name"] == "reproducible")
+    assert "timed on n1 (host " in reproducible["detail"] and "exclusive" in reproducible["detail"]
+    c = pw_cli("confirm", run, "lo", "--fresh", "--json", *cfg, "--remote-set", "options=[--nodelist=n2]",
+               cwd=cluster)
+    assert c.returncode in (0, 1), c.stderr
+    timed = [(e.data.purpose, e.data.conditions.node.node if e.data.conditions.node else None)
+             for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded)]
+    assert timed[0] == ("baseline-variance", None)  # `pw start`, here
+    assert ("screening", "n1") in timed and ("confirmation", "n2") in timed, timed
+    for label, node in (("evaluate-lo-1", "n1"), ("confirm-lo-1", "n2")):
+        facts = json.loads((run / "remote" / label / "remote-run.json").read_text())
+        assert facts["node"] == node and facts["exit_code"] in (0, 1) and "--exclusive" in facts["sbatch"]
+    assert pw_cli("report", run, cwd=cluster).returncode == 0
+    rows = json.loads((run / "report.json").read_text())["reproducibility"]["timed_elsewhere"]
+    assert [(x["purpose"], x["node"]) for x in rows] == [("screening", "n1"), ("confirmation", "n2")]
+    assert all(x["speedup"] and x["interval"] for x in rows), rows
+    assert "### Where the campaigns ran" in (run / "report.md").read_text()
+    audit = pw_cli("audit", run, cwd=cluster)
+    assert audit.returncode == 0, audit.stdout + audit.stderr

@@ -36,8 +36,8 @@ from ledger.profile import decode_profile, encode_profile
 from pw.rules import attribution as attr
 from pw.rules.contention import OTHERS, RUN_QUEUE, STEAL
 from pw.workload import containment, output_check
-from pw.workload.host import scheduler_node
 from pw.workload import steps as execute
+from pw.workload.host import scheduler_node
 
 # An operation metric's floor: a run in which the operation's code took no sample at all.
 OPERATION_FLOOR_S = 1e-6

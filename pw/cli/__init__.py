@@ -52,6 +52,7 @@ def _verb(sub, name: str, help: str, *, run: bool = True, json_help: str | None 
 
 def build_parser() -> argparse.ArgumentParser:
     from ledger.errors import EXIT_CODES
+    from pw.cli.common import add_remote_args
 
     parser = _Parser(
         prog="pw",
@@ -90,10 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="campaign time budget (default: the manifest's sampling.max_time_s)")
     p.add_argument("--more", type=int, nargs="?", const=-1, metavar="N",
                    help="continue a campaign that ran out of budget undecided, by up to N pairs (default: what its variance suggests)")
+    add_remote_args(p, "the campaigns")
 
     p = _verb(sub, "confirm", "confirm a candidate: its profiled pairs plus 5 unprofiled pairs (--fresh runs a new campaign first)")
     p.add_argument("id", metavar="ID")
     p.add_argument("--fresh", action="store_true", help="run a new profiled campaign first instead of reusing the recorded pairs")
+    add_remote_args(p, "the confirmation")
 
     p = _verb(sub, "status", "the candidate ledger at a glance")
 
@@ -167,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv  # what a remote node runs again, without --remote (pw.remote.campaign)
     if args.verb is None:
         parser.print_help()
         return 2

@@ -78,6 +78,27 @@ def console():
     return Console(highlight=False, soft_wrap=True)
 
 
+def add_remote_args(p, what: str) -> None:
+    """`--remote NAME` (remote.yaml's executor: local or slurm), `--remote-set`, `--remote-config`."""
+    p.add_argument("--remote", metavar="NAME", help=f"run {what} where remote.yaml's NAME says (slurm: "
+                   "on an allocated node; local: here)")
+    p.add_argument("--remote-set", action="append", metavar="KEY=VALUE", default=[],
+                   help="change one field of the remote for this call, e.g. time=00:30:00; repeatable")
+    p.add_argument("--remote-config", metavar="PATH", help="the remote.yaml to read (default: $PW_REMOTE_CONFIG, "
+                   "./remote.yaml, ~/.config/profileweaver/remote.yaml)")
+
+
+def chosen_remote(args):
+    """The remote `--remote` names (with `--remote-set` applied), or `local` without it."""
+    from pw.remote import config
+
+    if args.remote is None:
+        if args.remote_set:
+            raise InputError("--remote-set: needs --remote NAME (the remote whose field it changes)")
+        return config.LOCAL
+    return config.load(args.remote, config=args.remote_config, overrides=args.remote_set)
+
+
 def self_command() -> list[str]:
     """How another machine runs this same pw: `-m` and the module this process was started as
     (`pw.cli` for the `pw` script), so a task on a node has the verbs and tables this one has."""

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ledger.errors import InputError
-from pw.cli.common import print_json, print_text
+from pw.cli.common import add_remote_args, chosen_remote, print_json, print_text
 
 
 def _settings(args):
@@ -194,7 +194,7 @@ def _run(args, entry, specs, cache) -> int:
     out = Path(args.output_dir) if args.output_dir else None
     if out is not None:
         _check_output_dir(out)
-    remote = _remote(args)
+    remote = chosen_remote(args)
     if remote.kind == "slurm":
         return _run_remote(args, entry, specs, cache, remote, out)
     started = time.time()
@@ -209,16 +209,6 @@ def _run(args, entry, specs, cache) -> int:
         _table_text(entry, body) + f"\nmode={body['mode']} measured={body['measured_count']} "
         f"failed={body['failed_count']} persisted={body['persisted']}")
     return code
-
-
-def _remote(args):
-    from pw.remote import config
-
-    if args.remote is None:
-        if args.remote_set:
-            raise InputError("--remote-set: needs --remote NAME (the remote whose field it changes)")
-        return config.LOCAL
-    return config.load(args.remote, config=args.remote_config, overrides=args.remote_set)
 
 
 def _run_remote(args, entry, specs, cache, remote, out: Path | None) -> int:
@@ -292,12 +282,7 @@ def add_parser(sub, verb_factory) -> None:
     g.add_argument("--fresh", action="store_true", help="measure every spec and store nothing")
     q.add_argument("--output-dir", metavar="DIR", help="write request/results/curve/job.meta snapshot here "
                    "(with --remote: the job's files, on a filesystem the nodes share)")
-    q.add_argument("--remote", metavar="NAME", help="measure where remote.yaml's NAME says (slurm: a job array, "
-                   "merged back when it ends; local: here)")
-    q.add_argument("--remote-set", action="append", metavar="KEY=VALUE", default=[],
-                   help="change one field of the remote for this call, e.g. time=00:30:00; repeatable")
-    q.add_argument("--remote-config", metavar="PATH", help="the remote.yaml to read (default: $PW_REMOTE_CONFIG, "
-                   "./remote.yaml, ~/.config/profileweaver/remote.yaml)")
+    add_remote_args(q, "the fill")
     q = kp.add_parser("measure", help="cache-free CUPTI + NVML telemetry window for one spec")
     common(q, multi=False)
     q.set_defaults(specs=None)

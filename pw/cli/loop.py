@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from ledger.codec import to_builtins
 from pw.cli.begin import progress_reporter
-from pw.cli.common import checked_events, console, open_run, print_json, print_text
+from pw.cli.common import (
+    checked_events,
+    chosen_remote,
+    console,
+    open_run,
+    print_json,
+    print_text,
+    self_command,
+)
 
 
 def _handle(arg: str):
@@ -38,6 +46,20 @@ def _gate_line(gates) -> str:
     return " ".join(f"{g.name}:{'pass' if g.passed else 'FAIL'}" for g in gates)
 
 
+def _on_remote(args, handle, label: str) -> int | None:
+    """With `--remote` on a Slurm remote: the same command runs on an allocated node and its exit
+    status is this one's (None: run it here)."""
+    remote = chosen_remote(args)
+    if remote.kind == "local":
+        return None
+    import sys
+
+    from pw.remote.campaign import local_argv, run_on_node
+
+    command = [remote.python or sys.executable, *self_command(), *local_argv(args.argv)]
+    return run_on_node(remote, handle.path, label, command)
+
+
 def evaluate(args) -> int:
     from ledger.errors import UsageError
     from pw.app.evaluate import evaluate as do_evaluate
@@ -51,6 +73,8 @@ def evaluate(args) -> int:
     if len(args.id) > 1 and args.more is not None:
         raise UsageError(f"--more continues one candidate's campaign: give one ID, not {len(args.id)}")
     handle = _handle(args.run)
+    if (code := _on_remote(args, handle, "evaluate-" + "-".join(args.id))) is not None:
+        return code
     if len(args.id) > 1:
         return _evaluate_batch(args, handle)
     cid = args.id[0]
@@ -166,6 +190,8 @@ def confirm(args) -> int:
     from pw.app.confirm import confirm as do_confirm
 
     handle = _handle(args.run)
+    if (code := _on_remote(args, handle, f"confirm-{args.id}")) is not None:
+        return code
     with progress_reporter(not args.json) as progress:
         result = do_confirm(handle, args.id, fresh=args.fresh, progress=progress)
     if args.json:

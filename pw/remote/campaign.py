@@ -16,6 +16,7 @@ The job's files (`job.sh`, the node's stdout and stderr, `remote-run.json`) go t
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import time
@@ -47,6 +48,8 @@ def local_argv(argv: list[str]) -> list[str]:
 
 
 def _job_dir(run_dir: Path, label: str) -> Path:
+    """A new directory under RUN/remote/ named after the verb and ids (any other character made "_")."""
+    label = re.sub(r"[^A-Za-z0-9_.-]", "_", label)[:80].lstrip(".") or "job"
     base = run_dir / "remote"
     base.mkdir(exist_ok=True)
     n = 1 + sum(1 for p in base.iterdir() if p.name.startswith(label + "-"))
@@ -80,7 +83,7 @@ def script(remote: Remote, command: list[str], where: Path) -> str:
 
 def run_on_node(remote: Remote, run_dir: Path, label: str, command: list[str]) -> int:
     """Submit `command` as one exclusive job, wait, relay its output; its exit status is ours."""
-    where = _job_dir(run_dir, label)
+    where = _job_dir(run_dir.resolve(), label)
     (where / "job.sh").write_text(script(remote, command, where))
     options = [f"--job-name=pw-{label}", "--nodes=1", "--ntasks=1", "--exclusive", f"--time={remote.time}",
                f"--output={where}/slurm.out"]
@@ -94,7 +97,7 @@ def run_on_node(remote: Remote, run_dir: Path, label: str, command: list[str]) -
     job = slurm.submit(str(where / "job.sh"), options)
     facts.update(job_id=job, submitted_at=time.time())
     write_json(where / "remote-run.json", facts)
-    sys.stderr.write(f"pw: Slurm job {job} ({remote.name}) runs: {' '.join(command[2:])}; files in {where}\n")
+    sys.stderr.write(f"pw: Slurm job {job} ({remote.name}) runs: pw {' '.join(command[3:])}; files in {where}\n")
     try:
         slurm.wait(job, remote.poll_s)
     except KeyboardInterrupt:

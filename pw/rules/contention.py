@@ -68,12 +68,7 @@ def where_timed(timing: ev.TimingRecorded) -> str | None:
     """"n1 (host vm, 2 CPUs; Slurm job 12, partition pw, exclusive)" for a campaign a scheduler
     placed; None for one on the run's own host."""
     node = timing.conditions.node if timing.conditions is not None else None
-    if node is None:
-        return None
-    job = ", ".join(x for x in (f"{node.scheduler.capitalize()} job {node.job_id}",
-                                f"partition {node.partition}" if node.partition else "",
-                                "exclusive" if node.exclusive else "") if x)
-    return f"{node.node or node.host.hostname} (host {node.host.hostname}, {node.host.cpus} CPUs; {job})"
+    return node.describe() if node is not None else None
 
 
 def arm_of(timing: ev.TimingRecorded, label: str, cpus: int) -> ArmContention | None:
