@@ -29,6 +29,7 @@ QUICK: dict[str, list[str]] = {
     "real_aa.py": ["--campaigns", "1", "--max-pairs", "5"],
     "root_copy.py": ["--files", "50", "--repeat", "1"],
     "sandbox.py": ["--quick"],
+    "slurm_fill.py": ["--quick"],
     "stats_sim.py": ["--quick", "--campaigns", "20"],
     "tracing.py": ["--writes", "200", "--rounds", "1", "--ptrace-writes", "200"],
 }
