@@ -178,3 +178,17 @@ def test_the_recorded_run_audits_clean(run, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "audit passed" in r.stdout and "verdicts: ok" in r.stdout and "projections: ok" in r.stdout
+
+
+def test_status_suggests_no_other_confirmation_once_the_winner_is_confirmed(run, tmp_path, events):
+    """The recorded status.json (pw before this fix) still named `tiled` "the best one-pair screening
+    estimate" after `unpadded` was confirmed; today's status on the same ledger names none."""
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    r = subprocess.run([sys.executable, "-m", "pw.cli", "status", str(copy), "--json"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    now = json.loads(r.stdout)
+    assert _of(events, ev.WinnerConfirmed) and now["to_confirm"] is None
+    assert [x["id"] for x in now["screening_ranking"]]  # the others stay ranked, for a person to read
+    assert _answer("status.json")["to_confirm"] is not None  # what the recorded (older) status said

@@ -212,13 +212,13 @@ def confirm(args) -> int:
 
 def status(args) -> int:
     from pw.app.screening import budget_line
-    from pw.rules.candidates import best_verified, screening_ranking
+    from pw.rules.candidates import best_verified, screening_ranking, suggested_confirmation
 
     handle = _handle(args.run)
     state = handle.state()
     best = best_verified(state)
     ranking = screening_ranking(state)
-    to_confirm = ranking[0][0] if ranking else None
+    to_confirm = suggested_confirmation(state)
     left, due = budget_line(state)
     rows = []
     for cid, cand in sorted(state.candidates.items(), key=lambda kv: kv[1].prepared_seq):
@@ -259,5 +259,5 @@ def status(args) -> int:
         console().print(due)
     if to_confirm:
         console().print(f"next: pw confirm {handle.path} {to_confirm}   (best one-pair screening estimate, "
-                        f"{ranking[0][1]:.3f}x; screening ranks, confirmation decides)")
+                        f"{dict(ranking)[to_confirm]:.3f}x; screening ranks, confirmation decides)")
     return 0

@@ -30,7 +30,7 @@ from pathlib import Path
 import msgspec
 
 from adapters import slurm
-from ledger.errors import ConcurrencyError, InputError, MergeConflict, ToolError
+from ledger.errors import ConcurrencyError, InputError, LedgerCorrupt, MergeConflict, ToolError
 from ledger.kernel_events import KernelMeasured, KernelMeasurementFailed
 from ledger.store import Ledger
 from pw.kernel_profile import executor, service
@@ -130,10 +130,13 @@ def _task_events(entry: Entry, plan: Plan, out: Path, job_id: str, records: dict
         state = rec.state if rec else ("COMPLETED" if finished.get("exit_code") == 0 else "UNKNOWN")
         private = Ledger(where / "profile.ledger.jsonl")
         mine: dict[tuple, KernelMeasured | KernelMeasurementFailed] = {}
-        if private.exists():
-            for env in private.events():
+        unreadable = ""
+        try:
+            for env in private.events() if private.exists() else []:
                 if isinstance(env.data, (KernelMeasured, KernelMeasurementFailed)):
                     mine[_key(env.data.arg_values)] = env.data
+        except LedgerCorrupt as exc:  # a task killed mid-append: its specs failed, the others merge
+            mine, unreadable = {}, f"; its ledger is unreadable: {exc}"
         stamp = {"slurm_job": f"{job_id}_{i}", "slurm_node": node}
         for a in chunk:
             key = _key(a[n] for n in entry.arg_names)
@@ -148,7 +151,8 @@ def _task_events(entry: Entry, plan: Plan, out: Path, job_id: str, records: dict
                 events.append(KernelMeasurementFailed(
                     table=plan.table, backend=plan.backend, gpu_name=plan.gpu_name, arg_names=list(entry.arg_names),
                     arg_values=list(key), error="task_died",
-                    message=f"Slurm task {job_id}_{i} ended {state} on {node or 'no node'} before answering ({why})",
+                    message=f"Slurm task {job_id}_{i} ended {state} on {node or 'no node'} before answering "
+                            f"({why}){unreadable}",
                     batch_id=plan.batch_id))
         facts.append({"task": i, "node": node, "host": started.get("host", ""), "state": state,
                       "exit_code": finished.get("exit_code", rec.exit_code if rec else None),

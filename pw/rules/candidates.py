@@ -80,6 +80,15 @@ def screening_ranking(state: RunState) -> list[tuple[str, float]]:
     return sorted(ranked, key=lambda kv: (-kv[1], kv[0]))
 
 
+def suggested_confirmation(state: RunState) -> str | None:
+    """What `pw status` suggests confirming: the best one-pair estimate while no winner is confirmed
+    (after that the screening has done its work: the next ranked one is not the best estimate)."""
+    if any(c.confirmation is not None for c in state.candidates.values()):
+        return None
+    ranking = screening_ranking(state)
+    return ranking[0][0] if ranking else None
+
+
 def confirmation_due(state: RunState) -> tuple[int, str | None] | None:
     """winner-confirmation mode: (iterations left before the automatic confirmation, the candidate
     it confirms once none are left). The iteration budget counts evaluated candidates (any verdict);
