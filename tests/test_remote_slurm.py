@@ -122,6 +122,18 @@ def test_a_40_spec_fill_spreads_over_two_nodes_and_merges_into_the_callers_cache
     assert len(measured(cluster)) == 40
 
 
+def test_fresh_on_slurm_measures_and_merges_nothing(cluster):
+    specs = specs_file(cluster, 4)
+    r = kp(cluster, "run", "fake_matrix", "--backend", "fake", "--specs", str(specs), "--gpu-name", "FAKE",
+        "--remote", "two", "--output-dir", str(cluster / "out"), "--fresh", "--json")
+    assert r.returncode == 0, r.stderr
+    body = json.loads(r.stdout)
+    assert body["mode"] == "fresh" and not body["persisted"] and body["missing_count"] == 0
+    assert {x["source"] for x in body["results"]} == {"fresh"} and len(measured(cluster)) == 4
+    assert not (cluster / "out" / "merge-report.json").exists()
+    assert not (cluster / "cache" / "profile.ledger.jsonl").exists() and missing(cluster, specs) == 4
+
+
 def test_remote_refuses_db_a_missing_output_dir_and_an_unknown_remote(cluster):
     specs = specs_file(cluster, 2)
     base = ["run", "fake_matrix", "--backend", "fake", "--specs", str(specs), "--gpu-name", "FAKE"]
@@ -205,7 +217,7 @@ def test_a_campaign_runs_on_an_allocated_node_and_a_confirmation_on_another_besi
     assert pw_cli("prepare", run, "--candidate", "lo:baseline:loop interchange i-k-j", cwd=cluster).returncode == 0
     apply_patch(run / "candidates" / "lo" / "src", WORKLOADS / "matmul-c" / "candidates" / "interchange.patch")
     cfg = ["--remote", "two", "--remote-config", cluster / "remote.yaml"]
-    r = pw_cli("evaluate", run, "lo", "--json", *cfg, "--remote-set", "options=[--nodelist=n1]", cwd=cluster)
+    r = pw_cli("evaluate", run, "lo", "--json", "--max-pairs", 6, *cfg, "--remote-set", "options=[--nodelist=n1]", cwd=cluster)
     assert r.returncode in (0, 1), r.stderr
     assert "Traceback" not in r.stderr and "Slurm job" in r.stderr
     screened = json.loads(r.stdout)  # the node's own output, relayed
