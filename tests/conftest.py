@@ -509,3 +509,15 @@ def python_as(user: str, home: str | None = None) -> list[str] | None:
         if subprocess.run([*argv, "-c", "import msgspec, pw.cli"], capture_output=True, timeout=60).returncode == 0:
             return argv
     return None
+
+
+# The slow pass hands whole files to its two workers as they free up (`--dist loadfile`), in
+# collection order; a long file collected last leaves one worker running it alone at the end.
+# These are the longest (about 60-150 s each here), so they go first.
+_LONG_FILES = ("test_benchmarks_quick.py", "test_remote_slurm.py", "test_real_projects.py",
+               "test_evaluate_resume.py", "test_candidates_loop.py")
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    rank = {name: i for i, name in enumerate(_LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

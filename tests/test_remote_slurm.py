@@ -21,17 +21,17 @@ pytestmark = pytest.mark.slow
 
 
 def _cluster_or_skip() -> str:
-    if os.environ.get("PW_REQUIRE_SLURM") == "1":  # .ci/test started one: a skip would hide a failure
-        pytest.skip = pytest.fail  # type: ignore[assignment]
+    # .ci/test started one (PW_REQUIRE_SLURM=1): then a missing cluster is a failure, not a skip.
+    stop = pytest.fail if os.environ.get("PW_REQUIRE_SLURM") == "1" else pytest.skip
     conf = os.environ.get("SLURM_CONF", "")
     if not conf or not Path(conf).is_file():
-        pytest.skip("no local Slurm: run `.ci/slurm up DIR` and export SLURM_CONF (.ci/test does)")
+        stop("no local Slurm: run `.ci/slurm up DIR` and export SLURM_CONF (.ci/test does)")
     try:
         up = subprocess.run(["sinfo", "-h", "-o", "%D"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"Slurm at SLURM_CONF={conf} does not answer: {exc}")
+        stop(f"Slurm at SLURM_CONF={conf} does not answer: {exc}")
     if up.returncode != 0:
-        pytest.skip(f"Slurm at SLURM_CONF={conf} does not answer: {up.stderr.strip()}")
+        stop(f"Slurm at SLURM_CONF={conf} does not answer: {up.stderr.strip()}")
     return conf
 
 
