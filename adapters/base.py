@@ -120,6 +120,10 @@ class RunWrap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     directories the sandbox lets the program's side write (where an inner profiler writes)."""
 
     outer: list[str] = []
+    # Put before ``outer`` only when the run is sandboxed (a fresh /proc of its own hides it from the
+    # program): a shortcut for the profiler's start-up that a program outside a sandbox could see
+    # (adapters/kernel_map.py).
+    outer_when_confined: list[str] = []
     inner: list[str] = []
     env: dict[str, str] = {}
     writable: list[str] = []

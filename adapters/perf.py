@@ -32,6 +32,7 @@ import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 
+from adapters import kernel_map
 from adapters.base import (
     Adapter,
     AdapterSpec,
@@ -191,7 +192,8 @@ class PerfAdapter(Adapter):
         # DWARF unwinding made a 1.0 s program take 1.5 s; sampling the ip alone at this frequency
         # costs what benchmarks/profiler_overhead.py measures (target <= 3%).
         return RunWrap(outer=[exe, "record", "-q", "--no-bpf-event", "--no-buildid-cache", "-e", self.event,
-                              "-F", str(TIMED_FREQUENCY), "-o", os.path.join(out_dir, DATA_ROLE), "--"])
+                              "-F", str(TIMED_FREQUENCY), "-o", os.path.join(out_dir, DATA_ROLE), "--"],
+                       outer_when_confined=list(kernel_map.perf_prefix()))
 
     def use_debug_twins(self, twins: dict[str, str]) -> None:
         self._symbolizer.use_twins(twins)

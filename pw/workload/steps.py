@@ -398,7 +398,8 @@ def run_once(
             cwd=cwd,
             env=env,
             timeout_s=step.timeout_s,
-            outer=list(wrap.outer) if wrap is not None else (),
+            outer=([*(wrap.outer_when_confined if confine is not None else []), *wrap.outer]
+                   if wrap is not None else ()),
             # Named by pw for pw: the program writes to pipes and never sees these paths.
             stdout_path=scratch / f"{tag}.out",
             stderr_path=scratch / f"{tag}.err",
