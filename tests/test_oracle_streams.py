@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.contract import Contract, Oracle, Source, Step
@@ -135,3 +135,11 @@ def test_the_manifest_rejects_streams_for_a_reference_oracle_and_repeats(tmp_pat
                          oracle=Oracle(kind="exit", streams=["stderr"]))
     with pytest.raises(InputError, match="oracle.streams: expected only with kind 'stable'"):
         check_contract(exit_kind, tmp_path, name="profileweaver.json")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(" \t\n\r\x0b\x0c\x1c\x1f\x85\x00\x01\x1b\x0eab1.-e\u00e9\u2003"))))
+def test_the_fast_field_count_is_what_split_counts(text):
+    from pw.workload.compare import field_count
+
+    assert field_count(text) == len(text.split())

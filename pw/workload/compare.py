@@ -14,6 +14,7 @@ import math
 import re
 
 import msgspec
+import numpy as np
 
 
 class Comparison(msgspec.Struct, frozen=True):
@@ -80,7 +81,23 @@ def _identical(got: str, want: str, skip_got: frozenset[int], skip_want: frozens
     if got != want:
         return None
     lines = sum(1 for ln in want.splitlines() if ln and not ln.isspace())
-    return Comparison(True, f"{lines} lines match (max rel err 0)", 0.0, 0.0, lines=lines, fields=len(want.split()))
+    return Comparison(True, f"{lines} lines match (max rel err 0)", 0.0, 0.0, lines=lines, fields=field_count(want))
+
+
+def field_count(text: str) -> int:
+    """``len(text.split())`` without making the strings (3x faster on a result of half a million
+    numbers, which is compared after every timed run): a field starts at a byte above the space
+    that follows one at or below it. str.split() splits on \\t\\n\\v\\f\\r, \\x1c-\\x1f and the
+    space; text with another control byte, or not ASCII, is split as it is."""
+    if not text.isascii():
+        return len(text.split())
+    b = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    if b.size == 0:
+        return 0
+    if np.any((b < 9) | ((b > 13) & (b < 28))):
+        return len(text.split())
+    space = b <= 32
+    return int(np.count_nonzero(space[:-1] & ~space[1:])) + int(not space[0])
 
 
 def compare_text(got: str, want: str, *, rtol: float, atol: float, skip_pattern: str | None = None,

@@ -9,6 +9,7 @@ are done.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -86,30 +87,50 @@ def compares_nothing(contract: Contract, covered: Comparison | None, n_stderr: i
 def run_fresh(contract: Contract, target: Target, baseline: Target, scratch: Path,
               inputs: list[list[str]], vary: dict[str, list[int]] | None = None
               ) -> tuple[bool, str, list[str], RunOutcome | None]:
-    """Each drawn input, run by the baseline (the reference) and then by the target, compared.
-    Returns (passed, detail of the first failure or a summary, one line per input, the failing run)."""
+    """Each drawn input, run by the baseline (the reference) and by the target side by side (each in
+    its own sandbox and scratch directory: these runs are not timed, and two cores do them in half
+    the time), compared. Returns (passed, detail of the first failure or a summary, one line per
+    input, the failing run)."""
     lines: list[str] = []
-    for i, argv in enumerate(inputs):
-        shown = " ".join(argv)
-        ref = run_once(contract, baseline, scratch, argv=argv, tag=f"fresh-{i}-baseline")
-        if classify(ref) is not None:
-            return False, f"fresh holdout `{shown}`: the baseline itself failed: {failure_message(contract, ref)}", \
-                lines, ref
-        if target.label == baseline.label:
-            covered = coverage(contract, ref, vary)
-            n = covered.lines if covered else 0
-            lines.append(f"{shown}: baseline ran ({n} lines)")
-            if n == 0:
-                return False, f"fresh holdout `{shown}`: the baseline's output is empty, nothing to compare", lines, ref
-            continue
-        got = run_once(contract, target, scratch, argv=argv, tag=f"fresh-{i}")
-        if classify(got) is not None:
-            return False, f"fresh holdout `{shown}`: {failure_message(contract, got)}", lines, got
-        cmp = compare_outputs(contract, got, ref, vary)
-        if not cmp.passed:
-            return False, f"fresh holdout `{shown}` vs the baseline: {cmp.detail}", lines, got
-        lines.append(f"{shown}: {cmp.lines} lines match the baseline")
+    same = target.label == baseline.label
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pw-fresh") as pool:
+        for i, argv in enumerate(inputs):
+            runs = _side_by_side(pool, contract, baseline, None if same else target, scratch, argv, i)
+            ok, detail, failed = _judge_fresh(contract, runs, argv, vary, lines)
+            if not ok:
+                return False, detail, lines, failed
     return True, f"{len(inputs)} fresh holdout input(s) match the baseline", lines, None
+
+
+def _side_by_side(pool, contract: Contract, baseline: Target, target: Target | None, scratch: Path,
+                  argv: list[str], i: int) -> tuple[RunOutcome, RunOutcome | None]:
+    ref = pool.submit(run_once, contract, baseline, scratch / "fresh-baseline", argv=argv, tag=f"fresh-{i}-baseline")
+    got = pool.submit(run_once, contract, target, scratch / "fresh-target", argv=argv, tag=f"fresh-{i}") \
+        if target is not None else None
+    return ref.result(), got.result() if got is not None else None
+
+
+def _judge_fresh(contract: Contract, runs: tuple[RunOutcome, RunOutcome | None], argv: list[str],
+                 vary: dict[str, list[int]] | None, lines: list[str]) -> tuple[bool, str, RunOutcome | None]:
+    """One input's verdict, the reference's failure first (as when they ran one after the other)."""
+    ref, got = runs
+    shown = " ".join(argv)
+    if classify(ref) is not None:
+        return False, f"fresh holdout `{shown}`: the baseline itself failed: {failure_message(contract, ref)}", ref
+    if got is None:  # the baseline against itself: its output must say something
+        covered = coverage(contract, ref, vary)
+        n = covered.lines if covered else 0
+        lines.append(f"{shown}: baseline ran ({n} lines)")
+        if n == 0:
+            return False, f"fresh holdout `{shown}`: the baseline's output is empty, nothing to compare", ref
+        return True, "", None
+    if classify(got) is not None:
+        return False, f"fresh holdout `{shown}`: {failure_message(contract, got)}", got
+    cmp = compare_outputs(contract, got, ref, vary)
+    if not cmp.passed:
+        return False, f"fresh holdout `{shown}` vs the baseline: {cmp.detail}", got
+    lines.append(f"{shown}: {cmp.lines} lines match the baseline")
+    return True, "", None
 
 
 def describe_coverage(contract: Contract, covered: Comparison | None, fresh: list[list[str]],
