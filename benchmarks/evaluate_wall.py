@@ -49,23 +49,27 @@ def started(code: Path, where: Path) -> Path:
     return run
 
 
-def timed_evaluate(code: Path, template: Path, scratch: Path) -> tuple[float, str]:
+def timed_evaluate(code: Path, template: Path, scratch: Path, extra: list[str]) -> tuple[float, str, str]:
     copy = scratch / template.name
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(template, copy, symlinks=True)
     began = time.perf_counter()
-    done = pw(code, "evaluate", str(copy), "a", "--json")
+    done = pw(code, "evaluate", str(copy), "a", "--json", *extra)
     wall = time.perf_counter() - began
-    status = json.loads(done.stdout)["status"] if done.stdout.strip().startswith("{") else f"exit {done.returncode}"
+    body = json.loads(done.stdout) if done.stdout.strip().startswith("{") else {}
+    status = body.get("status") or f"exit {done.returncode}"
     shutil.rmtree(copy)
-    return wall, status
+    return wall, status, str(body.get("n_pairs", "?"))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--before", default=BEFORE, help=f"the earlier commit (default {BEFORE})")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--max-pairs", type=int, metavar="N",
+                   help="cap both versions' campaigns at N pairs (5, the minimum, makes the pair count equal: "
+                        "the adaptive stop otherwise varies with noise, and with it the wall)")
     p.add_argument("--quick", action="store_true",
                    help="one round of this checkout only (CI: the script still runs; no ratio)")
     args = p.parse_args(argv)
@@ -79,12 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         args.rounds = 1 if args.quick else args.rounds
         templates = {name: started(code, work / f"runs-{name}") for name, code in versions.items()}
         walls: dict[str, list[float]] = {name: [] for name in versions}
-        print(f"{'round':>5} {'version':>8} {'wall s':>8}  status")
+        extra = ["--max-pairs", str(args.max_pairs)] if args.max_pairs else []
+        print(f"{'round':>5} {'version':>8} {'wall s':>8} {'pairs':>5}  status")
         for r in range(args.rounds):
             for name in (list(versions) if r % 2 == 0 else list(versions)[::-1]):
-                wall, status = timed_evaluate(versions[name], templates[name], work / "scratch")
+                wall, status, pairs = timed_evaluate(versions[name], templates[name], work / "scratch", extra)
                 walls[name].append(wall)
-                print(f"{r + 1:>5} {name:>8} {wall:>8.1f}  {status}")
+                print(f"{r + 1:>5} {name:>8} {wall:>8.1f} {pairs:>5}  {status}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.quick:
@@ -94,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = sorted(n / b for n, b in zip(walls["now"], walls["before"]))
     print(f"before_commit={args.before}")
     print(f"rounds={args.rounds}")
+    print(f"max_pairs={args.max_pairs or 'manifest'}")
     print(f"evaluate_wall_before_median_s={before:.1f}")
     print(f"evaluate_wall_now_median_s={now:.1f}")
     print(f"evaluate_wall_ratio_median={now / before:.3f}")
