@@ -515,7 +515,7 @@ def python_as(user: str, home: str | None = None) -> list[str] | None:
 # collection order; a long file collected last leaves one worker running it alone at the end.
 # These are the longest (about 60-150 s each here), so they go first.
 _LONG_FILES = ("test_benchmarks_quick.py", "test_remote_slurm.py", "test_real_projects.py",
-               "test_evaluate_resume.py", "test_candidates_loop.py")
+               "test_candidates_loop.py")
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:

@@ -107,6 +107,19 @@ def stage_counts(run: Path, cid: str = "fast") -> Counter:
     return counts
 
 
+def why_no_capture(run: Path) -> str:
+    """What the exact-count channel's cost model says for this run now (a failure's context: the
+    capture is skipped when its estimated cost exceeds the reprofile budget)."""
+    from pw.app.diagnosis import diagnosis_adapter
+    from pw.app.run import RunHandle
+
+    handle = RunHandle(run)
+    state = handle.state()
+    said: list[str] = []
+    chosen = diagnosis_adapter(handle, state, state.routing["discovery"].chosen, said.append)
+    return f"diagnosis adapter {chosen!r}; {'; '.join(said) or 'no message'}"
+
+
 ONCE = {"CandidateDiffRecorded": 1, "BuildFinished": 1, "HoldoutsDrawn": 1, "OracleChecked": 1,
         "TimingRecorded:screening": 1, "ProfileCaptured": 1, "VerdictReached": 1}
 
@@ -144,7 +157,7 @@ def test_sigkill_then_evaluate_again_continues_the_attempt(point, prepared, unin
     assert again.code in (0, 1), again
     doc = again.json()
     assert doc["attempt"] == 1 and doc["resumed"] == reused, doc
-    assert stage_counts(run) == ONCE, stage_counts(run)
+    assert stage_counts(run) == ONCE, (stage_counts(run), why_no_capture(run))
     assert doc["status"] == uninterrupted["status"], doc
     audit = pw_main("audit", run)
     assert audit.code == 0, audit
@@ -179,5 +192,5 @@ def test_a_second_evaluate_of_the_same_candidate_is_refused_before_doing_anythin
         first.send_signal(signal.SIGCONT)
         out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err
-    assert stage_counts(run) == ONCE, stage_counts(run)
+    assert stage_counts(run) == ONCE, (stage_counts(run), why_no_capture(run))
     assert pw_main("audit", run).code == 0

@@ -86,3 +86,12 @@ def test_a_fill_is_chunked_into_at_most_tasks_chunks_each_spec_once():
     assert len(chunks) == 2 and sorted(len(c) for c in chunks) == [20, 20]
     assert sorted(a["rows"] for c in chunks for a in c) == list(range(1, 41))
     assert len(plan_chunks(todo[:3], 8)) == 3  # never an empty task
+
+
+def test_the_node_runs_the_same_command_without_the_remote_flags():
+    from pw.remote.campaign import local_argv
+
+    argv = ["evaluate", "runs/r", "a", "--remote", "cpu", "--json", "--remote-set", "time=1:00",
+            "--remote-config=/x/remote.yaml", "--remote-set=partition=p", "--max-pairs", "6"]
+    assert local_argv(argv) == ["evaluate", "runs/r", "a", "--json", "--max-pairs", "6"]
+    assert local_argv(["confirm", "r", "a", "--fresh"]) == ["confirm", "r", "a", "--fresh"]
