@@ -211,3 +211,19 @@ def test_a_speedup_that_fell_on_the_whole_program_alike_is_a_change_of_condition
         p, candidate_wall_s=wall_cand, candidate_s=wall_cand if p.metric == "wall" else p.candidate_s))
     mechanism = next(g for g in gates.evaluate_gates(uniform) if g.name == "mechanism")
     assert not mechanism.passed and "uniform speedup" in mechanism.detail, mechanism.detail
+
+
+def test_a_campaign_timed_with_a_hybrid_arm_is_not_continued_without_it(runs):
+    """Resuming, `--more` and `confirm --fresh` continue a campaign with the arms it was timed with;
+    a hybrid whose tree is gone refuses the command (before: its pairs went on with two arms)."""
+    from ledger.errors import InputError
+    from pw.app import hybrid
+    from pw.app.run import RunHandle
+
+    run = runs["matmul-c"]
+    assert hybrid_of(ledger_events(run), "both").status == "built"
+    handle = RunHandle(run)
+    state = handle.state()
+    assert not (run / "hybrids" / "both").exists() and hybrid.rebuilt(handle, state, "both") is None
+    with pytest.raises(InputError, match=r"hybrids/both: the hybrid arm 'both'.s campaign was timed with is gone"):
+        hybrid.recorded_arm(handle, state, "both")

@@ -68,7 +68,7 @@ def _campaign(handle: RunHandle, state: RunState, cid: str, target: execute.Targ
     last = next((t for t in reversed(state.timings) if t.targets[-1] == cid and t.purpose != "unprofiled"), None)
     attribution = last.attribution if last is not None and last.attribution is not None else \
         profiled.attribution_for(handle, state, cid, target)
-    arm = hybrid.rebuilt(handle, state, cid) if last is not None and stopping.labels_of(last)[1] else None
+    arm = hybrid.recorded_arm(handle, state, cid) if last is not None and stopping.labels_of(last)[1] else None
     arms = [target] + ([arm] if arm is not None else [])
     low = max(timing_blocks.CONFIRMATION_MIN_PAIRS, contract.sampling.pairs)
     params = timing_blocks.campaign_params(contract.sampling, min_pairs=low,

@@ -197,7 +197,7 @@ def _time(handle: RunHandle, state: RunState, cid: str, step: Attempt, target: e
     attempt = step.attempt
     attribution = profiled.attribution_for(handle, state, cid, target)
     if "hybrid" in step.recorded:
-        arm = hybrid.rebuilt(handle, state, cid) if step.hybrid == "built" else None
+        arm = hybrid.recorded_arm(handle, state, cid) if step.hybrid == "built" else None
     else:
         state, arm = hybrid.prepare(handle, state, cid, attempt, target, attribution, fresh, reference, progress)
     arms = [target] + ([arm] if arm is not None else [])
@@ -381,7 +381,7 @@ def more(
             raise RejectedCommand(f"candidate {cid!r}: its build tree no longer holds the binary that was timed")
         reference = reference_target(handle, state, cand)
         labels = stopping.labels_of(timing)
-        arm_h = hybrid.rebuilt(handle, state, cid) if labels[1] is not None else None
+        arm_h = hybrid.recorded_arm(handle, state, cid) if labels[1] is not None else None
         profiling = profiled.profiling_for(handle, state, reference, [target] + ([arm_h] if arm_h else []),
                                            timing.attribution) if timing.profiler is not None else None
         result = timing_blocks.run_adaptive(

@@ -22,6 +22,7 @@ import shutil
 import msgspec
 
 from ledger import events as ev
+from ledger.errors import InputError
 from projections.state import RunState
 from pw.agent.source import regions
 from pw.app import profiled
@@ -126,4 +127,16 @@ def rebuilt(handle: RunHandle, state: RunState, cid: str) -> execute.Target | No
                             files=workspace.source_files(src), hidden=hidden_dirs(handle, state))
     if not target.build_dir.is_dir() or execute.binary_digest(target) != state.builds[label].binary_sha256:
         execute.build(state.run.contract, target, handle.evidence, handle.logs)
+    return target
+
+
+def recorded_arm(handle: RunHandle, state: RunState, cid: str) -> execute.Target:
+    """The hybrid arm an attempt recorded as built, for the pairs that continue its campaign (a
+    resumed evaluation, `--more`): without it those pairs would time two arms where the recorded
+    ones timed three, so a tree that is gone refuses the command instead."""
+    target = rebuilt(handle, state, cid)
+    if target is None:
+        raise InputError(f"{handle.path / 'hybrids' / cid}: the hybrid arm {cid!r}'s campaign was timed with is "
+                         "gone (its source tree or its build record); restore it, or edit the candidate's "
+                         "workspace to start a new attempt")
     return target
