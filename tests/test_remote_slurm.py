@@ -145,6 +145,8 @@ def test_remote_refuses_db_a_missing_output_dir_and_an_unknown_remote(cluster):
     assert r.returncode == 2 and "--remote nowhere: not a configured remote (remotes in" in r.stderr and "two" in r.stderr
     r = kp(cluster, *base, "--remote", "two", "--remote-set", "colour=blue", "--output-dir", str(cluster / "o"))
     assert r.returncode == 2 and "unknown field 'colour'" in r.stderr
+    r = kp(cluster, *base, "--remote", "two", "--remote-set", "partition=nope", "--output-dir", str(cluster / "o"))
+    assert r.returncode == 3 and "--remote two: Slurm refused the job" in r.stderr and "Invalid partition" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (cluster / "o").exists() and not (cluster / "cache" / "profile.ledger.jsonl").exists()
 
 

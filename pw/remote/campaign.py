@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -94,7 +95,11 @@ def run_on_node(remote: Remote, run_dir: Path, label: str, command: list[str]) -
     options += list(remote.options)
     facts: dict = {"remote": remote.name, "kind": remote.kind, "partition": remote.partition or None,
                    "command": command, "sbatch": ["sbatch", "--parsable", *options, str(where / "job.sh")]}
-    job = slurm.submit(str(where / "job.sh"), options)
+    try:
+        job = slurm.submit(str(where / "job.sh"), options)
+    except ToolError as exc:
+        shutil.rmtree(where, ignore_errors=True)
+        raise ToolError(f"--remote {remote.name}: Slurm refused the job, nothing submitted ({exc})") from None
     facts.update(job_id=job, submitted_at=time.time())
     write_json(where / "remote-run.json", facts)
     sys.stderr.write(f"pw: Slurm job {job} ({remote.name}) runs: pw {' '.join(command[3:])}; files in {where}\n")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 import time
 import uuid
@@ -108,6 +109,33 @@ def sbatch_options(plan: Plan, out: Path, remote: Remote, entry: Entry) -> list[
         opts.append(f"--gres=gpu:{gpus}")
     return opts + list(remote.options)
 
+
+
+def _submit(plan: Plan, out: Path, remote: Remote, entry: Entry) -> tuple[str, list[str]]:
+    """The job's files, then `sbatch`: (the job id, the sbatch argv). Refused by Slurm (a partition
+    that does not exist, more GPUs than a node has), nothing of it is left in the output directory."""
+    existed = out.exists()
+    written = [out / "plan.json", out / "job.sh", *(out / f"task-{i}" for i in range(len(plan.chunks)))]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "plan.json", msgspec.to_builtins(plan))
+        for i, chunk in enumerate(plan.chunks):
+            (out / f"task-{i}").mkdir(exist_ok=True)
+            write_json(out / f"task-{i}" / "specs.json", {"specs": chunk})
+        script = out / "job.sh"
+        script.write_text(task_script(plan, out, remote, entry))
+        options = sbatch_options(plan, out, remote, entry)
+        try:
+            return slurm.submit(str(script), options), ["sbatch", "--parsable", *options, str(script)]
+        except ToolError as exc:
+            raise ToolError(f"--remote {remote.name}: Slurm refused the job, nothing submitted ({exc})") from None
+    except BaseException:
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        else:
+            for path in written:
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        raise
 
 
 def _wait(job_id: str, remote: Remote, out: Path) -> None:
@@ -220,18 +248,9 @@ def fill(entry: Entry, specs: list, gpu_name: str | None, cache: Cache, remote: 
                        "config": msgspec.to_builtins(remote), "output_dir": str(out)}
     events: list = []
     if plan.chunks:
-        out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "plan.json", msgspec.to_builtins(plan))
-        for i, chunk in enumerate(plan.chunks):
-            (out / f"task-{i}").mkdir(exist_ok=True)
-            write_json(out / f"task-{i}" / "specs.json", {"specs": chunk})
-        script = out / "job.sh"
-        script.write_text(task_script(plan, out, remote, entry))
-        options = sbatch_options(plan, out, remote, entry)
         t0 = time.monotonic()
-        job_id = slurm.submit(str(script), options)
-        run_facts.update(job_id=job_id, sbatch=["sbatch", "--parsable", *options, str(script)],
-                         submitted_at=time.time())
+        job_id, argv = _submit(plan, out, remote, entry)
+        run_facts.update(job_id=job_id, sbatch=argv, submitted_at=time.time())
         write_json(out / "remote-run.json", run_facts)  # the job id is on disk before the wait: scancel it by hand
         _wait(job_id, remote, out)
         records = {r.task: r for r in slurm.records(job_id)}
