@@ -41,6 +41,16 @@ FILE_TYPES: list[tuple[str, str]] = [
 ]
 
 
+# Seed 000 names some schemas otherwise ("shared/schema/"); the same schema is written under its name
+# too, so a reader of the documents finds it: their name -> the run file whose type it is.
+SEED_NAMES: dict[str, str] = {
+    "harness-plan": "plan.json",        # "resumable execution plan"
+    "benchmark": "bench.*.json",        # "timing campaign with correctness + significance"
+    "preflight-result": "preflight.json",  # "compact capability result and failure classification"
+    "rewrite-report": "report.json",    # "a child's deliverable, including the trust gates"
+}
+
+
 def _load(spec: str) -> type:
     module, name = spec.split(":")
     return getattr(importlib.import_module(module), name)
@@ -61,6 +71,9 @@ def _schema_targets() -> dict[str, Any]:
         targets[f"event.{name}.v{cls.VERSION}"] = cls
     for pattern, spec in FILE_TYPES:
         targets[pattern.replace(".json", "").replace("*", "_")] = _load(spec)
+    by_file = dict(FILE_TYPES)
+    for name, pattern in SEED_NAMES.items():
+        targets[name] = _load(by_file[pattern])
     return targets
 
 
