@@ -41,6 +41,7 @@ def test_a_remote_is_read_with_its_defaults_and_one_field_changed_for_one_call(t
     ("remotes:\n  gpu:\n    kind: slurm\n", ["name=x"], "unknown field 'name'"),
     ("remotes:\n  gpu:\n    kind: slurm\n", ["tasks=many"], "Expected `int`"),
     ("remotes:\n  other:\n    kind: slurm\n", [], "--remote gpu: not a configured remote (remotes in"),
+    ("remotes:\n  gpu:\n    kind: slurm\n    env: {'A; rm -rf x': '1'}\n", [], "env name 'A; rm -rf x': expected a shell"),
 ])
 def test_a_bad_remote_config_is_one_line_naming_the_file_and_field(tmp_path, text, overrides, needle):
     path = write(tmp_path, text)

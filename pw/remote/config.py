@@ -10,6 +10,7 @@ file: `local`, today's executor (the idle-GPU pool, the local campaign runner).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +42,7 @@ class _File(msgspec.Struct, forbid_unknown_fields=True):
 
 
 LOCAL = Remote(kind="local", name="local")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The seed's spelling of the Slurm fields (`--remote-set launch.slurm.time=...`) is accepted too.
 _SEED_PREFIX = "launch.slurm."
 
@@ -69,6 +71,10 @@ def _coerce(name: str, raw: dict, where: str) -> Remote:
         raise InputError(f"{where}: remote {name!r}: {exc} (fields: {', '.join(Remote.__struct_fields__[:-1])})") from None
     if remote.tasks < 1:
         raise InputError(f"{where}: remote {name!r}: tasks {remote.tasks}: expected at least 1")
+    bad = [k for k in remote.env if not _ENV_NAME.fullmatch(k)]
+    if bad:  # each becomes `export NAME=...` in the job's script
+        raise InputError(f"{where}: remote {name!r}: env name {bad[0]!r}: expected a shell variable name "
+                         "(letters, digits, _; not starting with a digit)")
     if remote.poll_s <= 0:
         raise InputError(f"{where}: remote {name!r}: poll_s {remote.poll_s}: expected a positive number of seconds")
     return remote
