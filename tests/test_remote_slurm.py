@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,21 @@ def wait_for(path: Path, timeout_s: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+@contextmanager
+def held_at_the_gate(cluster: Path, specs: Path):
+    """A fill whose two tasks have started and wait at the fake runner's gate until the block ends;
+    then the gate opens and the fill runs to its end (`job.returncode`, `job.out`, `job.err`)."""
+    gate = cluster / "gate"
+    job = fill(cluster, specs, "out", env={"PW_FAKE_GATE": str(gate)}, wait=False)
+    try:
+        for t in (0, 1):
+            wait_for(cluster / "out" / f"task-{t}" / "started.json")
+        yield job
+    finally:
+        gate.touch()
+        job.out, job.err = job.communicate(timeout=300)
+
+
 def test_a_40_spec_fill_spreads_over_two_nodes_and_merges_into_the_callers_cache(cluster):
     specs = specs_file(cluster, 40)
     assert missing(cluster, specs) == 40
@@ -152,19 +168,13 @@ def test_remote_refuses_db_a_missing_output_dir_and_an_unknown_remote(cluster):
 
 def test_a_row_stored_while_the_job_ran_is_a_conflict_that_merges_nothing(cluster):
     specs = specs_file(cluster, 4)
-    gate = cluster / "gate"
-    job = fill(cluster, specs, "out", env={"PW_FAKE_GATE": str(gate)}, wait=False)
-    try:
-        for t in (0, 1):
-            wait_for(cluster / "out" / f"task-{t}" / "started.json")
+    with held_at_the_gate(cluster, specs) as job:
         # Another writer fills spec 1 here while the job's tasks wait at the gate.
         local = kp(cluster, "run", "fake_matrix", "--backend", "fake", "--spec",
                    json.dumps({"rows": 1, "cols": 8, "dtype": "bf16"}), "--gpu-name", "FAKE",
                    env={"PW_PROFILE_GPUS": "0"})
         assert local.returncode == 0, local.stderr
-    finally:
-        gate.touch()
-        out, err = job.communicate(timeout=300)
+    err = job.err
     assert job.returncode == 4, err
     assert "nothing merged" in err and "merge-report.json" in err and "Traceback" not in err
     report = json.loads((cluster / "out" / "merge-report.json").read_text())
@@ -178,17 +188,11 @@ def test_a_row_stored_while_the_job_ran_is_a_conflict_that_merges_nothing(cluste
 
 def test_a_cancelled_task_fails_its_specs_not_the_batch_and_a_retry_fills_only_them(cluster):
     specs = specs_file(cluster, 6)
-    gate = cluster / "gate"
-    job = fill(cluster, specs, "out", env={"PW_FAKE_GATE": str(gate)}, wait=False)
-    try:
-        for t in (0, 1):
-            wait_for(cluster / "out" / f"task-{t}" / "started.json")
+    with held_at_the_gate(cluster, specs) as job:
         plan = json.loads((cluster / "out" / "plan.json").read_text())
         job_id = json.loads((cluster / "out" / "remote-run.json").read_text())["job_id"]
         subprocess.run(["scancel", f"{job_id}_1"], check=True, timeout=30)
-    finally:
-        gate.touch()
-        out, err = job.communicate(timeout=300)
+    out, err = job.out, job.err
     assert job.returncode == 1, err  # rows are missing: the batch itself merged
     body = json.loads(out)
     cancelled = sorted(a["rows"] for a in plan["chunks"][1])
