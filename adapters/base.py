@@ -127,10 +127,13 @@ class RunWrap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     inner: list[str] = []
     env: dict[str, str] = {}
     writable: list[str] = []
-    # Regular expressions (bytes, as text) of what the profiler itself prints at the head and the tail
-    # of the program's stdout, taken off before the output is checked (py-spy's banner).
-    own_stdout_head: str = ""
-    own_stdout_tail: str = ""
+    # Where the profiler writes what it says itself (never into the program's streams); its last line
+    # is quoted when the run fails ("" : the profiler has no such file).
+    log: str = ""
+    # A pattern of the profiler's log saying that the program had exited before the profiler could
+    # attach (py-spy on a program shorter than its first attempt): the run ran and counts, with an
+    # empty profile, so that a short run is never dropped or retried (that would bias the timing).
+    gone_before_attach: str = ""
 
 
 class ProgramRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -213,6 +216,17 @@ def last_line(data: bytes, default: str = "") -> str:
     """Last non-empty line of a tool's stderr, for one-line error messages."""
     lines = [ln.strip() for ln in data.decode(errors="replace").splitlines() if ln.strip()]
     return lines[-1] if lines else default
+
+
+def log_said(path: str, default: str = "") -> str:
+    """What a tool's own log says, in one line: its first ``Error...`` line (what Rust and Go tools
+    print before a cause chain and a backtrace), else its last non-empty line, else ``default``."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return default
+    lines = [ln.strip() for ln in data.decode(errors="replace").splitlines() if ln.strip()]
+    return next((ln for ln in lines if ln.startswith("Error")), lines[-1] if lines else default)
 
 
 def relative_to_root(path: str, source_root: str, cwd: str | None = None) -> str | None:

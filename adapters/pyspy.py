@@ -17,13 +17,16 @@ stretched). A frame's line is the line executing *now* (for callers: the call si
 Samples with an empty stack count in the totals as operation ``[no-python-frame]@[py-spy]``.
 
 Caveat (py-spy 0.4.3): py-spy exits 0 even when the profiled program fails, so capture cannot see
-the program's exit status; the workload's oracle must.
+the program's exit status; the workload's oracle must. It exits 1 when the program it started had
+ended before its first attempt to attach (``GONE_BEFORE_ATTACH``): that run ran, unsampled.
+py-spy's own lines never reach the program's streams (``apart``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 import tempfile
 from collections import defaultdict
@@ -42,6 +45,7 @@ from adapters.base import (
     Usability,
     decode_meta,
     last_line,
+    log_said,
     relative_to_root,
     require_artifact,
     run_tool,
@@ -65,22 +69,30 @@ SPEC = AdapterSpec(
     cost_note="measured: 1.0 s CPython loop -> ~1.1 s under py-spy 0.4.3 at 200 Hz",
 )
 
-# py-spy prints to the program's stdout: a banner and a blank line before the program's first
-# output, a blank line and its own "py-spy> ..." lines after the last. The profiled run's stdout is
-# compared with the program's oracle-checked output, so they are taken off again.
-_OWN_HEAD = re.compile(rb"\Apy-spy> [^\n]*\n\n")
-_OWN_TAIL = re.compile(rb"\n(?:py-spy> [^\n]*\n)+\Z")
+# py-spy prints its own lines ("py-spy> Sampling ...", warnings, errors) to the streams it was
+# given, and the program it starts inherits them: two processes writing one stdout interleave as the
+# scheduler pleases (on a busy host the banner lands after the program's first line), so no pattern
+# can take py-spy's lines off again. Instead py-spy never shares the program's streams: a shell keeps
+# them on fds 3 and 4, starts py-spy with its own streams in LOG_ROLE, and a second shell (py-spy's
+# child, exec'd into the program: same pid, py-spy still its parent) hands them back as 1 and 2.
+LOG_ROLE = "pyspy.log"
+# What py-spy says when the process it started had already exited (its /proc/PID/exe is gone) at its
+# first attempt to attach: on a program shorter than that (tens of milliseconds, more on a busy host).
+GONE_BEFORE_ATTACH = r"^Error: Failed to get process executable name"
+_GIVE_BACK = 'exec "$@" >&3 2>&4 3>&- 4>&-'
 
 
-def _strip_own_lines(path: str) -> None:
-    """Take py-spy's own banner and closing lines off the program's stdout in ``path``."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return
-    cleaned = _OWN_TAIL.sub(b"", _OWN_HEAD.sub(b"", data, count=1), count=1)
-    if cleaned != data:
-        Path(path).write_bytes(cleaned)
+def apart(record: list[str], log: str) -> list[str]:
+    """An argv prefix that runs ``record -- <the program>`` with py-spy's own output in ``log`` and
+    the program's stdout and stderr untouched (the program's argv follows the prefix)."""
+    start = (f"exec 3>&1 4>&2; exec {shlex.join(record)} -- /bin/sh -c {shlex.quote(_GIVE_BACK)} sh "
+             f'"$@" >{shlex.quote(log)} 2>&1')
+    return ["/bin/sh", "-c", start, "sh"]
+
+
+def said(log: str) -> str:
+    """What py-spy said in ``log``: its error, when it failed."""
+    return log_said(log, "no error output")
 
 
 _PROBE_SCRIPT = "import time\nt = time.time()\nwhile time.time() - t < 0.3:\n    pass\n"
@@ -164,14 +176,13 @@ class PySpyAdapter(Adapter):
         out = os.path.join(req.out_dir, OUT_ROLE)
         stdout = os.path.join(req.out_dir, "stdout.txt")
         stderr = os.path.join(req.out_dir, "stderr.txt")
-        cmd = [*self._record(exe, out), "--", *req.argv]
+        log = os.path.join(req.out_dir, LOG_ROLE)
+        cmd = [*apart(self._record(exe, out), log), *req.argv]
         r = run_tool(cmd, cwd=req.cwd, env=req.env, timeout_s=req.timeout_s, stdout_path=stdout, wrap=req.wrap)
         with open(stderr, "wb") as f:
             f.write(r.stderr)
-        _strip_own_lines(stdout)
         if r.returncode != 0 or not os.path.exists(out):
-            raise CaptureError(f"py-spy record exited {r.returncode} on {' '.join(req.argv)}: "
-                               f"{last_line(r.stderr, 'no error output')}")
+            raise CaptureError(f"py-spy record exited {r.returncode} on {' '.join(req.argv)}: {said(log)}")
         meta = self.write_meta(req.out_dir, tool_version=version, cwd=req.cwd, argv=list(req.argv),
                                options={"rate": self.rate})
         return Capture(adapter=self.spec.name, label=req.label, wall_s=r.wall_s, tool_version=version,
@@ -186,18 +197,24 @@ class PySpyAdapter(Adapter):
         exe = self.resolve_tool()
         if exe is None:
             return None
-        return RunWrap(inner=[*self._record(exe, os.path.join(out_dir, OUT_ROLE)), "--"], writable=[out_dir],
-                       own_stdout_head=_OWN_HEAD.pattern.decode(), own_stdout_tail=_OWN_TAIL.pattern.decode())
+        log = os.path.join(out_dir, LOG_ROLE)
+        return RunWrap(inner=apart(self._record(exe, os.path.join(out_dir, OUT_ROLE)), log), writable=[out_dir],
+                       log=log, gone_before_attach=GONE_BEFORE_ATTACH)
 
     def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
         out = os.path.join(out_dir, OUT_ROLE)
-        try:
-            data = Path(out).read_bytes()
-        except OSError:
-            raise CaptureError("py-spy wrote no profile for the timed run") from None
         if self._tool_version is None:
             self._tool_version = _version(self.require_tool())
         version = self._tool_version
+        try:
+            data = Path(out).read_bytes()
+        except OSError:
+            log = os.path.join(out_dir, LOG_ROLE)
+            if not re.search(GONE_BEFORE_ATTACH, said(log)):
+                raise CaptureError(f"py-spy wrote no profile for the timed run: {said(log)}") from None
+            # The program ended before py-spy attached: it ran, and nothing of it was sampled.
+            data = msgspec.json.encode(_Speedscope(shared=_Shared(frames=[]), profiles=[],
+                                                   exporter=f"py-spy@{version}"))
         meta = msgspec.json.encode({"adapter": self.spec.name, "tool_version": version, "cwd": cwd, "argv": [],
                                     "options": self.timed_options()}, order="deterministic")
         return {OUT_ROLE: data, "capture.json": meta}

@@ -59,18 +59,3 @@ def test_python_module_labels_are_host_independent():
 def test_not_speedscope_is_a_clear_error():
     with pytest.raises(ValueError, match="not py-spy speedscope JSON"):
         PySpyAdapter().normalize({"pyspy.speedscope.json": b"a;b 3\n"}, "/src", "t")
-
-
-def test_pyspys_own_lines_are_taken_off_the_programs_stdout(tmp_path):
-    """py-spy prints a banner before the program's output and its own lines after, on the same
-    stdout; the profiled run's stdout is compared with the oracle-checked output without them."""
-    from adapters.pyspy import _strip_own_lines
-
-    out = tmp_path / "stdout.txt"
-    out.write_bytes(b"py-spy> Sampling process 200 times a second. Press Control-C to exit.\n\nitems 3\n"
-                    b"py-spy> not py-spy's: the program printed it\n\n"
-                    b"py-spy> Stopped sampling because process exited\n"
-                    b"py-spy> Wrote speedscope file to 'x.json'. Samples: 32 Errors: 0\n"
-                    b"py-spy> Visit https://www.speedscope.app/ to view\n")
-    _strip_own_lines(str(out))
-    assert out.read_bytes() == b"items 3\npy-spy> not py-spy's: the program printed it\n"

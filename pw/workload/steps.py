@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from adapters.base import RunWrap
+from adapters.base import RunWrap, log_said
 from adapters.process import ProcessResult, describe, run_process
 from ledger import events as ev
 from ledger.contract import Contract, Step
@@ -66,6 +66,7 @@ class RunOutcome(msgspec.Struct, frozen=True):
     stderr: str = ""
     leftover_processes: list[str] = []  # names of processes still running when the program exited
     created: dict[str, str] = {}  # files the run created in its build tree (relative path -> text)
+    profiler_said: str = ""  # the profiler's own last line, when it joined a run that failed (RunWrap.log)
 
 
 def left_behind(outcome: RunOutcome) -> list[str]:
@@ -407,8 +408,6 @@ def run_once(
             confine=confine,
         )
         diagnostics.process_ran(result, what=f"{tag} {target.label}")
-        if wrap is not None and (wrap.own_stdout_head or wrap.own_stdout_tail):
-            _strip_profiler_lines(Path(result.stdout_path), wrap)
         stdout = Path(result.stdout_path).read_text(errors="replace")
         stderr = Path(result.stderr_path).read_text(errors="replace") if Path(result.stderr_path).exists() else ""
         side_effects, created, output_file = tree.after(declared_output(contract))
@@ -426,20 +425,25 @@ def run_once(
         own = [str(target.build_dir.resolve()), str(scratch.resolve())]
         cache = cuda_jit_cache(target)
         outside_writes = writes.outside(found, own + ([str(cache.resolve())] if cache is not None else []))
-    value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
     leftovers = [p.split(" ", 1)[-1] for p in result.leftover_processes]
+    said = _profiler_said(wrap) if wrap is not None and not result.ok else ""
+    if said and wrap is not None and _gone_before_attach(result, wrap, said):
+        # The exit status was the profiler's (which never carries the program's): the program ran to
+        # its end before the profiler attached; its output is checked like any run's.
+        result = msgspec.structs.replace(result, exit_code=0)
+    value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
     return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes,
-                      stderr=stderr, leftover_processes=leftovers, created=created)
+                      stderr=stderr, leftover_processes=leftovers, created=created, profiler_said=said)
 
 
-def _strip_profiler_lines(path: Path, wrap: RunWrap) -> None:
-    """Take what a profiler prints into the program's stdout (its banner) off again."""
-    data = path.read_bytes() if path.exists() else b""
-    if wrap.own_stdout_head:
-        data = re.sub(wrap.own_stdout_head.encode(), b"", data, count=1)
-    if wrap.own_stdout_tail:
-        data = re.sub(wrap.own_stdout_tail.encode(), b"", data, count=1)
-    path.write_bytes(data)
+def _gone_before_attach(result: ProcessResult, wrap: RunWrap, said: str) -> bool:
+    return (bool(wrap.gone_before_attach) and result.exit_code not in (None, 0) and not result.timed_out
+            and result.signal is None and re.search(wrap.gone_before_attach, said) is not None)
+
+
+def _profiler_said(wrap: RunWrap) -> str:
+    """What the profiler said in its own log (RunWrap.log), "" when it has none."""
+    return log_said(wrap.log) if wrap.log else ""
 
 
 def classify(outcome: RunOutcome) -> str | None:
@@ -457,7 +461,8 @@ def classify(outcome: RunOutcome) -> str | None:
 
 
 def failure_message(contract: Contract, outcome: RunOutcome) -> str:
-    return f"`{' '.join(outcome.process.argv)}` {describe(outcome.process, contract.run.timeout_s)}"
+    said = f"; the profiler said: {outcome.profiler_said}" if outcome.profiler_said else ""
+    return f"`{' '.join(outcome.process.argv)}` {describe(outcome.process, contract.run.timeout_s)}{said}"
 
 
 def compare_with_reference(contract: Contract, src_dir: Path, outcome: RunOutcome, reference: str) -> Comparison:
