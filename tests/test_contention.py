@@ -149,8 +149,12 @@ def _beside_a_busy_loop(tmp_path: Path, loop_cpu: int):
     taskset = shutil.which("taskset")
     if taskset is None or (os.cpu_count() or 1) <= loop_cpu:
         pytest.skip(f"needs taskset (util-linux) and {loop_cpu + 1} CPUs")
-    hog = subprocess.Popen([taskset, "-c", str(loop_cpu), sys.executable, "-c", "while True: pass"])
+    # The loop says when it spins, so the program never runs beside an interpreter still starting.
+    hog = subprocess.Popen([taskset, "-c", str(loop_cpu), sys.executable, "-c",
+                            "import sys\nsys.stdout.write('spinning\\n'); sys.stdout.flush()\nwhile True: pass"],
+                           stdout=subprocess.PIPE)
     try:
+        assert hog.stdout is not None and hog.stdout.readline() == b"spinning\n"
         work = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
         r = run_process([taskset, "-c", "0", sys.executable, "-c", work], cwd=tmp_path, env=None, timeout_s=60,
                         stdout_path=tmp_path / "o", stderr_path=tmp_path / "e", own_peak_rss=True)
@@ -163,9 +167,13 @@ def _beside_a_busy_loop(tmp_path: Path, loop_cpu: int):
 
 
 def test_the_launcher_measures_a_run_that_shares_its_cpu(tmp_path):
-    """Beside a busy loop on its own CPU, a CPU-bound program waits about half its wall time."""
+    """Beside a busy loop on its own CPU, a CPU-bound program waits, and the launcher's wait is the
+    time it was not on a CPU (wall less CPU time: it never blocks). How much it waits is the
+    scheduler's: about half alone, a quarter on a host busy elsewhere (measured under load)."""
     r = _beside_a_busy_loop(tmp_path, 0)
-    assert r.run_queue_s / r.wall_s > 0.3, r  # about 0.5: two runnable tasks on one CPU
+    off_cpu = r.wall_s - r.user_s - r.sys_s
+    assert r.run_queue_s / r.wall_s > 0.1, r
+    assert abs(r.run_queue_s - off_cpu) < 0.05 + 0.2 * off_cpu, (off_cpu, r)
     assert r.others_cpu_s / r.wall_s > 0.3, r  # the busy loop's half
 
 
