@@ -173,10 +173,14 @@ def test_winner_confirmation_confirms_the_best_estimate_once_the_iteration_budge
     status = pw_main("status", run)
     assert "1 of 2 iterations left" in status.out, status
 
-    last = pw_main("evaluate", run, "closed", "--json").json()
+    answered = pw_main("evaluate", run, "closed", "--json")
+    last = answered.json()
     winner = max(("same", first["speedup"]), ("closed", last["speedup"]), key=lambda p: p[1])[0]
     assert last["screening"]["iterations_left"] == 0, last
     assert last["screening"]["confirmed"]["id"] == winner, last["screening"]
+    # its own verdict is a screening estimate; the exit status is the confirmation's
+    assert last["status"] != "verified"
+    assert answered.code == (0 if last["screening"]["confirmed"]["status"] == "verified" else 1), answered
     confirmed = [e.data for e in ledger_events(run) if isinstance(e.data, ev.WinnerConfirmed)]
     assert [c.id for c in confirmed] == [winner]
     timings = [e.data for e in ledger_events(run) if isinstance(e.data, ev.TimingRecorded)

@@ -92,11 +92,14 @@ def evaluate(args) -> int:
         if screening is not None:
             lines.append(f"  {screening['line']}")
         print_text("\n".join(lines))
-    return _exit_of(result)
+    return _exit_of(result, screening)
 
 
-def _exit_of(result) -> int:
-    return 0 if result.status == "verified" else 1
+def _exit_of(result, screening: dict | None = None) -> int:
+    """0 when the command ended verified: the candidate's own verdict, or the winner the evaluate that
+    spent the iteration budget confirmed by itself (its own verdict is a screening estimate)."""
+    confirmed = (screening or {}).get("confirmed") or {}
+    return 0 if result.status == "verified" or confirmed.get("status") == "verified" else 1
 
 
 def _evaluate_batch(args, handle) -> int:
