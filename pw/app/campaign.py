@@ -33,6 +33,7 @@ from ledger.contract import Contract
 from ledger.errors import ToolError
 from ledger.evidence import EvidenceStore
 from ledger.profile import decode_profile, encode_profile
+from pw.app import warm
 from pw.rules import attribution as attr
 from pw.rules.contention import OTHERS, RUN_QUEUE, STEAL
 from pw.workload import containment, output_check
@@ -229,6 +230,7 @@ def run_pairs(
     from pw.stats.order import interleaved_order, interleaved_triples
     from pw.workload.holdouts import draw_pair_inputs
 
+    warm.wait()  # no import of pw's own beside a timed program
     arms = _Arms(baseline, candidate, hybrid)
     order = (interleaved_triples if hybrid is not None else interleaved_order)(first + pairs, seed)[first:]
     pair_inputs = draw_pair_inputs(contract, input_seed, first + pairs) if input_seed is not None else None

@@ -22,7 +22,7 @@ from ledger import events as ev
 from ledger.errors import InputError, RejectedCommand, WorkloadError
 from projections.state import RunState
 from pw.agent.source.claims import claim_findings
-from pw.app import campaign, diagnosis, hybrid, profiled, timing_blocks
+from pw.app import campaign, diagnosis, hybrid, profiled, timing_blocks, warm
 from pw.app.judging import judge_candidate
 from pw.app.resume import Attempt, attempt_in_progress, evaluation_lock
 from pw.app.run import RunHandle
@@ -134,6 +134,8 @@ def _continue(handle: RunHandle, state: RunState, cid: str, step: Attempt, progr
         raise RejectedCommand(f"candidate {cid!r} was edited since its interrupted evaluation began; "
                               f"evaluate it again after `pw prepare` or restore its workspace")
     target = candidate_target(handle, state, cid, ws, files)
+    if until is None:
+        warm.start()  # what the judgement needs, loaded while the build and the oracle run
     resumed = sorted(step.recorded - {"diff"})
     if resumed:
         progress(f"continuing attempt {step.attempt}: {', '.join(resumed)} already recorded")
