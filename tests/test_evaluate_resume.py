@@ -117,7 +117,9 @@ def why_no_capture(run: Path) -> str:
     state = handle.state()
     said: list[str] = []
     chosen = diagnosis_adapter(handle, state, state.routing["discovery"].chosen, said.append)
-    return f"diagnosis adapter {chosen!r}; {'; '.join(said) or 'no message'}"
+    faults = [f"{e.data.stage}/{e.data.failure_class}: {e.data.message}" for e in ledger_events(run)
+              if isinstance(e.data, ev.FaultRecorded)]  # a capture that failed leaves one
+    return f"diagnosis adapter {chosen!r}; {'; '.join(said) or 'no message'}; faults: {faults}"
 
 
 ONCE = {"CandidateDiffRecorded": 1, "BuildFinished": 1, "HoldoutsDrawn": 1, "OracleChecked": 1,
