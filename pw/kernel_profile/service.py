@@ -277,13 +277,28 @@ def _fresh_body(entry: Entry, specs: list, gpu, cache: Cache, answers: dict[tupl
         r = answers[key_for(s)]
         if isinstance(r, Done):
             m = r.measurement
-            results.append({"index": i, "args": as_dict(s), "status": "ok", "source": "fresh",
-                            "metrics": {f: m.metrics.get(f) for f in entry.metric_family},
-                            "stats": msgspec.to_builtins(m.stats), "telemetry": msgspec.to_builtins(m.telemetry),
-                            "provenance": m.provenance})
+            results.append(fresh_result(i, as_dict(s), {f: m.metrics.get(f) for f in entry.metric_family},
+                                        m.stats, m.telemetry, m.provenance))
         else:
-            results.append({"index": i, "args": as_dict(s), "status": "missing", "error": r.error,
-                            "message": r.message})
+            results.append(missing_result(i, as_dict(s), r.error, r.message))
+    return fresh_answer(entry, specs, gpu, cache, results)
+
+
+def fresh_result(index: int, args: dict, metrics: dict, stats, telemetry, provenance) -> dict:
+    """One measured spec of a --fresh answer (here and in a Slurm fill, pw.remote.kernel_fill)."""
+    return {"index": index, "args": args, "status": "ok", "source": "fresh", "metrics": metrics,
+            "stats": msgspec.to_builtins(stats), "telemetry": msgspec.to_builtins(telemetry),
+            "provenance": provenance}
+
+
+def missing_result(index: int, args: dict, error: str | None = None, message: str | None = None) -> dict:
+    """One spec of a --fresh answer that has no measurement (and why, when it is known)."""
+    return {"index": index, "args": args, "status": "missing",
+            **({"error": error, "message": message} if error is not None else {})}
+
+
+def fresh_answer(entry: Entry, specs: list, gpu, cache: Cache, results: list[dict]) -> dict:
+    """The --fresh answer around its results: nothing was stored, so nothing is unverified."""
     return {"table": entry.table, "backend": entry.backend, "gpu_name": gpu.name, "gpu_name_source": gpu.source,
             "db": str(cache.db), "spec_count": len(specs),
             "missing_count": sum(r["status"] != "ok" for r in results), "unverified_count": 0,

@@ -286,13 +286,7 @@ def _fresh_body(entry: Entry, specs: list, gpu, cache: Cache, measured: list, fa
         e = got.get(key_for(s))
         args = msgspec.structs.asdict(s)
         if isinstance(e, KernelMeasured):
-            results.append({"index": i, "args": args, "status": "ok", "source": "fresh", "metrics": e.metrics,
-                            "stats": msgspec.to_builtins(e.stats), "telemetry": msgspec.to_builtins(e.telemetry),
-                            "provenance": e.provenance})
+            results.append(service.fresh_result(i, args, e.metrics, e.stats, e.telemetry, e.provenance))
         else:
-            results.append({"index": i, "args": args, "status": "missing",
-                            **({"error": e.error, "message": e.message} if e is not None else {})})
-    return {"table": entry.table, "backend": entry.backend, "gpu_name": gpu.name, "gpu_name_source": gpu.source,
-            "db": str(cache.db), "spec_count": len(specs),
-            "missing_count": sum(r["status"] != "ok" for r in results), "unverified_count": 0,
-            "persisted": False, "results": results}
+            results.append(service.missing_result(i, args, *((e.error, e.message) if e is not None else ())))
+    return service.fresh_answer(entry, specs, gpu, cache, results)
