@@ -134,6 +134,10 @@ class RunWrap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     # attach (py-spy on a program shorter than its first attempt): the run ran and counts, with an
     # empty profile, so that a short run is never dropped or retried (that would bias the timing).
     gone_before_attach: str = ""
+    # ... and only when the profiler's whole run took at most this long (its attach attempts give up
+    # within it): the log is in a directory the program can write, so the line alone could be forged
+    # by a program that also kept the profiler from writing its profile.
+    gone_within_s: float = 0.0
 
 
 class ProgramRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

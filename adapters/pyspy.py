@@ -79,6 +79,9 @@ LOG_ROLE = "pyspy.log"
 # What py-spy says when the process it started had already exited (its /proc/PID/exe is gone) at its
 # first attempt to attach: on a program shorter than that (tens of milliseconds, more on a busy host).
 GONE_BEFORE_ATTACH = r"^Error: Failed to get process executable name"
+# py-spy gives up attaching after 20 attempts 20 ms apart: a run it never attached to ends well inside
+# this (a busy host included). A longer run that ends in that line was not py-spy's own doing.
+GONE_WITHIN_S = 2.0
 _GIVE_BACK = 'exec "$@" >&3 2>&4 3>&- 4>&-'
 
 
@@ -199,7 +202,7 @@ class PySpyAdapter(Adapter):
             return None
         log = os.path.join(out_dir, LOG_ROLE)
         return RunWrap(inner=apart(self._record(exe, os.path.join(out_dir, OUT_ROLE)), log), writable=[out_dir],
-                       log=log, gone_before_attach=GONE_BEFORE_ATTACH)
+                       log=log, gone_before_attach=GONE_BEFORE_ATTACH, gone_within_s=GONE_WITHIN_S)
 
     def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
         out = os.path.join(out_dir, OUT_ROLE)
@@ -212,6 +215,12 @@ class PySpyAdapter(Adapter):
             log = os.path.join(out_dir, LOG_ROLE)
             if not re.search(GONE_BEFORE_ATTACH, said(log)):
                 raise CaptureError(f"py-spy wrote no profile for the timed run: {said(log)}") from None
+            left = sorted(os.listdir(out_dir))
+            if left != [LOG_ROLE] or not os.path.isfile(log):
+                # py-spy that never attached writes its log and nothing else; anything more was put
+                # there by the program (e.g. something in the way of the profile py-spy would write)
+                raise CaptureError(f"py-spy wrote no profile and its directory holds {left}: not py-spy's own "
+                                   "doing (the program wrote there)") from None
             # The program ended before py-spy attached: it ran, and nothing of it was sampled.
             data = msgspec.json.encode(_Speedscope(shared=_Shared(frames=[]), profiles=[],
                                                    exporter=f"py-spy@{version}"))

@@ -75,3 +75,39 @@ def test_pyspy_failing_on_a_running_program_is_a_failed_run_that_says_why(tmp_pa
     message = failure_message(contract, out)
     assert "the profiler said: Error:" in message and "python" in message.lower(), message
     assert out.process.wall_s < 4  # py-spy stopped it
+
+
+FORGER = """
+import os, sys, time
+out = sys.argv[1]
+os.mkdir(os.path.join(out, "pyspy.speedscope.json"))  # in the way of the profile py-spy writes at the end
+t = time.time()
+while time.time() - t < float(sys.argv[2]):
+    pass
+# py-spy's log is in a directory the program can write: its first line becomes py-spy's "gone" line
+# (py-spy's own error, written after the program's exit at its offset, lands on a later line)
+with open(os.path.join(out, "pyspy.log"), "w") as log:
+    log.write("Error: Failed to get process executable name. Check that the process is running.\\n" + "\\n" * 4096)
+print("done")
+"""
+
+
+@pytest.mark.parametrize("seconds", [0.3, 2.5])
+def test_a_program_that_forges_pyspys_line_and_blocks_its_profile_is_not_an_unsampled_run(tmp_path, seconds):
+    """The empty-profile rule trusts neither the log's line (the program can write it) nor a missing
+    profile (the program can keep py-spy from writing it): a run longer than py-spy's attach window is
+    a failed run, and a shorter one whose profile directory holds more than py-spy's log is a tool
+    failure, never a run with an empty profile."""
+    from adapters.base import CaptureError
+
+    adapter = _adapter()
+    out_dir = tmp_path / "profile"
+    contract, target, out_dir, out = _timed(tmp_path, adapter, [sys.executable, "-c", FORGER, str(out_dir),
+                                                                str(seconds)])
+    assert out.profiler_said.startswith("Error: Failed to get process executable name"), out.profiler_said
+    if classify(out) is None:  # inside py-spy's attach window: the profile's directory tells
+        assert out.process.wall_s <= 2.0
+        with pytest.raises(CaptureError, match="not py-spy's own doing"):
+            adapter.timed_collect(str(out_dir), cwd=str(target.build_dir), timeout_s=30)
+    else:
+        assert out.process.wall_s > 2.0 and classify(out) == "launch-failed"

@@ -438,7 +438,8 @@ def run_once(
 
 def _gone_before_attach(result: ProcessResult, wrap: RunWrap, said: str) -> bool:
     return (bool(wrap.gone_before_attach) and result.exit_code not in (None, 0) and not result.timed_out
-            and result.signal is None and re.search(wrap.gone_before_attach, said) is not None)
+            and result.signal is None and result.wall_s <= wrap.gone_within_s
+            and re.search(wrap.gone_before_attach, said) is not None)
 
 
 def _profiler_said(wrap: RunWrap) -> str:
