@@ -127,8 +127,8 @@ class RunWrap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     inner: list[str] = []
     env: dict[str, str] = {}
     writable: list[str] = []
-    # Where the profiler writes what it says itself (never into the program's streams); its last line
-    # is quoted when the run fails ("" : the profiler has no such file).
+    # Where the profiler writes what it says itself (never into the program's streams); what it said
+    # (``log_said``: its first error line) is quoted when the run fails ("": no such file).
     log: str = ""
     # A pattern of the profiler's log saying that the program had exited before the profiler could
     # attach (py-spy on a program shorter than its first attempt): the run ran and counts, with an

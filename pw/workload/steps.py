@@ -66,7 +66,7 @@ class RunOutcome(msgspec.Struct, frozen=True):
     stderr: str = ""
     leftover_processes: list[str] = []  # names of processes still running when the program exited
     created: dict[str, str] = {}  # files the run created in its build tree (relative path -> text)
-    profiler_said: str = ""  # the profiler's own last line, when it joined a run that failed (RunWrap.log)
+    profiler_said: str = ""  # what the profiler said in its log (its error), when it joined a run that failed
 
 
 def left_behind(outcome: RunOutcome) -> list[str]:
