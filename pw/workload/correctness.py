@@ -160,24 +160,28 @@ def check(
     leaves anything more, a file or a process, fails as `caught` before its output is compared.
     Without a sandbox the first run is traced for writes outside the workspace instead
     (`OracleChecked.outside_writes`)."""
+    from contextlib import nullcontext
+
     from pw.workload import differential
 
-    first = run_once(contract, target, scratch, tag="oracle", trace_writes=True)
-    n_stderr = differential.stderr_lines(first)
-    result = _caught(contract, target, first, "oracle run", allowed, evidence)
-    if result is None:
-        result = _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference,
-                                      allowed), first.outside_writes)
-    lines: list[str] = []
-    if result.event.passed and fresh and baseline is not None:
-        ok, detail, lines, failed = differential.run_fresh(contract, target, baseline, scratch, list(fresh),
-                                                           vary=result.vary)
-        if not ok:
-            failed_result = _result(contract, target, False, detail, failed, evidence)
-            result = _with_outside(failed_result, first.outside_writes)
-        else:
-            event = msgspec.structs.replace(result.event, detail=f"{result.event.detail}; {detail}")
-            result = msgspec.structs.replace(result, event=event)
+    beside = bool(fresh) and baseline is not None and baseline.label != target.label
+    with (differential.ReferenceLane(contract, baseline, scratch, list(fresh)) if beside else nullcontext()) as lane:
+        first = run_once(contract, target, scratch, tag="oracle", trace_writes=True)
+        n_stderr = differential.stderr_lines(first)
+        result = _caught(contract, target, first, "oracle run", allowed, evidence)
+        if result is None:
+            result = _with_outside(_check(contract, target, reference_dir, scratch, evidence, first, stable_reference,
+                                          allowed), first.outside_writes)
+        lines: list[str] = []
+        if result.event.passed and fresh and baseline is not None:
+            ok, detail, lines, failed = differential.run_fresh(contract, target, baseline, scratch, list(fresh),
+                                                               vary=result.vary, lane=lane)
+            if not ok:
+                failed_result = _result(contract, target, False, detail, failed, evidence)
+                result = _with_outside(failed_result, first.outside_writes)
+            else:
+                event = msgspec.structs.replace(result.event, detail=f"{result.event.detail}; {detail}")
+                result = msgspec.structs.replace(result, event=event)
     event = differential.finish(contract, result.event, first, fresh=list(fresh), fresh_lines=lines,
                                 n_stderr=n_stderr, vary=result.vary)
     return _with_evidence(msgspec.structs.replace(result, event=event, fault=result.fault), first, evidence)

@@ -84,35 +84,57 @@ def compares_nothing(contract: Contract, covered: Comparison | None, n_stderr: i
             "results (oracle.kind stdout/file/baseline in profileweaver.json)")
 
 
+class ReferenceLane:
+    """The baseline's runs of the fresh holdout inputs, one after another on a thread of their own,
+    started before the target's first oracle run so that they run beside all of the target's
+    (these runs are not timed; two cores do both lanes in about the time of the longer one). Each
+    target has one lane, so no two runs of one built tree ever overlap (the tree's snapshot
+    fallback, where no sandbox overlay can be made, could not tell their changes apart). Leaving the
+    ``with`` block cancels the runs not started, so a target that fails early waits for one run at
+    most."""
+
+    def __init__(self, contract: Contract, baseline: Target, scratch: Path, inputs: list[list[str]]) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pw-fresh-baseline")
+        # Beside the target's scratch, not in it: each target run starts by emptying its own.
+        where = scratch.parent / f"{scratch.name}.fresh-baseline"
+        self._runs = [self._pool.submit(run_once, contract, baseline, where, argv=argv, tag=f"fresh-{i}-baseline")
+                      for i, argv in enumerate(inputs)]
+
+    def run(self, i: int) -> RunOutcome:
+        return self._runs[i].result()
+
+    def __enter__(self) -> ReferenceLane:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def run_fresh(contract: Contract, target: Target, baseline: Target, scratch: Path,
-              inputs: list[list[str]], vary: dict[str, list[int]] | None = None
-              ) -> tuple[bool, str, list[str], RunOutcome | None]:
-    """Each drawn input, run by the baseline (the reference) and by the target side by side (each in
-    its own sandbox and scratch directory: these runs are not timed, and two cores do them in half
-    the time), compared. Returns (passed, detail of the first failure or a summary, one line per
-    input, the failing run)."""
+              inputs: list[list[str]], vary: dict[str, list[int]] | None = None,
+              lane: ReferenceLane | None = None) -> tuple[bool, str, list[str], RunOutcome | None]:
+    """Each drawn input, run by the baseline (the reference: from ``lane``, where its runs are
+    already under way) and by the target (each in its own sandbox and scratch directory),
+    compared. Without a lane, or when the target is the baseline, the baseline's runs are made here,
+    in turn. Returns (passed, detail of the first failure or a summary, one line per input, the
+    failing run)."""
     lines: list[str] = []
     same = target.label == baseline.label
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="pw-fresh") as pool:
-        for i, argv in enumerate(inputs):
-            runs = _side_by_side(pool, contract, baseline, None if same else target, scratch, argv, i)
-            ok, detail, failed = _judge_fresh(contract, runs, argv, vary, lines)
-            if not ok:
-                return False, detail, lines, failed
+    for i, argv in enumerate(inputs):
+        if lane is not None and not same:
+            ref = lane.run(i)
+        else:
+            ref = run_once(contract, baseline, scratch / "fresh-baseline", argv=argv, tag=f"fresh-{i}-baseline")
+        got = None if same else run_once(contract, target, scratch / "fresh-target", argv=argv, tag=f"fresh-{i}")
+        ok, detail, failed = _judge_fresh(contract, (ref, got), argv, vary, lines)
+        if not ok:
+            return False, detail, lines, failed
     return True, f"{len(inputs)} fresh holdout input(s) match the baseline", lines, None
-
-
-def _side_by_side(pool, contract: Contract, baseline: Target, target: Target | None, scratch: Path,
-                  argv: list[str], i: int) -> tuple[RunOutcome, RunOutcome | None]:
-    ref = pool.submit(run_once, contract, baseline, scratch / "fresh-baseline", argv=argv, tag=f"fresh-{i}-baseline")
-    got = pool.submit(run_once, contract, target, scratch / "fresh-target", argv=argv, tag=f"fresh-{i}") \
-        if target is not None else None
-    return ref.result(), got.result() if got is not None else None
 
 
 def _judge_fresh(contract: Contract, runs: tuple[RunOutcome, RunOutcome | None], argv: list[str],
                  vary: dict[str, list[int]] | None, lines: list[str]) -> tuple[bool, str, RunOutcome | None]:
-    """One input's verdict, the reference's failure first (as when they ran one after the other)."""
+    """One input's verdict, the reference's failure first."""
     ref, got = runs
     shown = " ".join(argv)
     if classify(ref) is not None:
