@@ -8,7 +8,11 @@ readable by each other) with the interchange prepared; then ``--rounds`` rounds,
 a busy stretch of the shared host falls on both. The earlier version runs from a `git archive` of
 ``--before`` with this venv's packages (PYTHONPATH first), the same way `pw` runs here.
 
-    .venv/bin/python benchmarks/evaluate_wall.py [--before d0213d2] [--rounds 3]
+    .venv/bin/python benchmarks/evaluate_wall.py [--before d0213d2] [--rounds 3] [--load 1.0]
+
+With ``--load CPUS`` a bounded load generator (benchmarks/loadgen.py) keeps that many CPUs busy for
+every round, started and stopped here: the busy login node or laptop the issue describes. Each
+row's status says which verdict that wall bought.
 
 Default ``--before``: d0213d2, the last commit before this round (gate rules 18, the reprofile).
 """
@@ -19,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -70,10 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-pairs", type=int, metavar="N",
                    help="cap both versions' campaigns at N pairs (5, the minimum, makes the pair count equal: "
                         "the adaptive stop otherwise varies with noise, and with it the wall)")
+    p.add_argument("--load", type=float, metavar="CPUS",
+                   help="keep CPUS of the machine busy with benchmarks/loadgen.py during the rounds")
     p.add_argument("--quick", action="store_true",
                    help="one round of this checkout only (CI: the script still runs; no ratio)")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="pw-evaluate-wall-"))
+    load = None
     try:
         old = work / "before"
         old.mkdir()
@@ -83,14 +91,21 @@ def main(argv: list[str] | None = None) -> int:
         args.rounds = 1 if args.quick else args.rounds
         templates = {name: started(code, work / f"runs-{name}") for name, code in versions.items()}
         walls: dict[str, list[float]] = {name: [] for name in versions}
+        statuses: dict[str, list[str]] = {name: [] for name in versions}
         extra = ["--max-pairs", str(args.max_pairs)] if args.max_pairs else []
+        load = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "loadgen.py"), "--cpus", str(args.load),
+                                 "--seconds", "1800"], start_new_session=True) if args.load else None
         print(f"{'round':>5} {'version':>8} {'wall s':>8} {'pairs':>5}  status")
         for r in range(args.rounds):
             for name in (list(versions) if r % 2 == 0 else list(versions)[::-1]):
                 wall, status, pairs = timed_evaluate(versions[name], templates[name], work / "scratch", extra)
                 walls[name].append(wall)
+                statuses[name].append(status)
                 print(f"{r + 1:>5} {name:>8} {wall:>8.1f} {pairs:>5}  {status}")
     finally:
+        if load is not None:
+            os.killpg(load.pid, signal.SIGKILL)
+            load.wait()
         shutil.rmtree(work, ignore_errors=True)
     if args.quick:
         print(f"evaluate_wall_now_s={walls['now'][0]:.1f}")
@@ -100,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"before_commit={args.before}")
     print(f"rounds={args.rounds}")
     print(f"max_pairs={args.max_pairs or 'manifest'}")
+    print(f"load_cpus={args.load or 0}")
+    for name in versions:
+        print(f"verified_{name}={statuses[name].count('verified')}/{len(statuses[name])}")
     print(f"evaluate_wall_before_median_s={before:.1f}")
     print(f"evaluate_wall_now_median_s={now:.1f}")
     print(f"evaluate_wall_ratio_median={now / before:.3f}")
