@@ -227,3 +227,52 @@ def test_a_campaign_timed_with_a_hybrid_arm_is_not_continued_without_it(runs):
     assert not (run / "hybrids" / "both").exists() and hybrid.rebuilt(handle, state, "both") is None
     with pytest.raises(InputError, match=r"hybrids/both: the hybrid arm 'both'.s campaign was timed with is gone"):
         hybrid.recorded_arm(handle, state, "both")
+
+
+def _unattached(envelopes: list[ev.Envelope], profiles: dict[str, bytes], cid: str) -> list[ev.Envelope]:
+    """The same campaign as if no candidate run had been sampled (py-spy never attached to a program
+    that ended first): each candidate run's profile empty, its hotspot part 0, its ``sampled`` 0."""
+    from ledger.profile import decode_profile, encode_profile
+
+    out = []
+    for env in envelopes:
+        t = env.data
+        if isinstance(t, ev.TimingRecorded) and cid in t.targets and t.profiler is not None:
+            runs = dict(t.runs)
+            emptied = []
+            for run in runs[cid]:
+                empty = msgspec.structs.replace(decode_profile(profiles[run.profile]), operations=[], lines=[],
+                                                edges=[], totals={})
+                body = encode_profile(empty)
+                sha = __import__("hashlib").sha256(body).hexdigest()
+                profiles[sha] = body
+                emptied.append(msgspec.structs.replace(run, profile=sha))
+            runs[cid] = emptied
+            samples = dict(t.samples)
+            n = len(samples[cid])
+            samples[f"{cid}:hot_s"] = [0.0] * n
+            samples[f"{cid}:sampled"] = [0.0] * n
+            samples[f"{t.targets[0]}:sampled"] = [1.0] * n
+            env = msgspec.structs.replace(env, data=msgspec.structs.replace(t, runs=runs, samples=samples))
+        out.append(env)
+    return out
+
+
+def test_a_candidate_whose_runs_carry_no_samples_is_not_credited_with_the_hotspot(runs):
+    # An empty profile is no evidence of where a run's time went. Read as "nothing was spent in the
+    # hotspot", it made any saving look carried by it: the helper rewrite (work moved into
+    # fill_matrix) passed the mechanism under rules 20 once its candidate runs carried no samples.
+    run = runs["matmul-c"]
+    envelopes = ledger_events(run)
+    profiles = {sha: (run / "raw" / sha[:2] / sha).read_bytes() for sha in profiles_needed(envelopes, "helper")}
+    forged = _unattached(envelopes, profiles, "helper")
+    before = judge_events(forged, "helper", profiles, rules=20)
+    assert gate(before, "mechanism").passed, gate(before, "mechanism").detail  # the hole rules 21 closes
+    judged = judge_events(forged, "helper", profiles, rules=GATE_RULES)
+    mechanism = gate(judged, "mechanism")
+    assert not mechanism.passed and "ended before its profiler attached" in mechanism.detail, mechanism.detail
+    assert not gate(judged, "no_collateral").passed
+    assert judged.verdict.status != "verified"
+    # the honest interchange with every run sampled is judged as before
+    assert judge_events(envelopes, "interchange", {**profiles, **{sha: (run / "raw" / sha[:2] / sha).read_bytes()
+                        for sha in profiles_needed(envelopes, "interchange")}}).verdict.status == "verified"

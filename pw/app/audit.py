@@ -310,7 +310,7 @@ def timed_runs_divergence(ctx: AuditContext, seq: int, timing) -> str | None:
 
     from adapters.registry import adapter_by_name
     from ledger.profile import decode_profile, encode_profile
-    from pw.app.campaign import Profiling
+    from pw.app.campaign import LATER_SERIES, Profiling
 
     try:
         adapter = adapter_by_name(timing.profiler.adapter)
@@ -335,6 +335,8 @@ def timed_runs_divergence(ctx: AuditContext, seq: int, timing) -> str | None:
                 continue
             _, series, _ = reduce.reduce_profile(decode_profile(ctx.evidence.get(run.profile)), role, walls[i])
             for key, value in series.items():
+                if key in LATER_SERIES and f"{label}:{key}" not in timing.samples:
+                    continue  # recorded before pw kept this series
                 recorded = timing.samples.get(f"{label}:{key}", [])
                 if i >= len(recorded) or not math.isclose(recorded[i], value, rel_tol=1e-9, abs_tol=1e-9):
                     got = recorded[i] if i < len(recorded) else None

@@ -42,6 +42,10 @@ from pw.workload.host import scheduler_node
 
 # An operation metric's floor: a run in which the operation's code took no sample at all.
 OPERATION_FLOOR_S = 1e-6
+# The per-run series that says whether a run's profile carries any cost (1.0) or none (0.0). Added after
+# the first pw.campaign/4 ledgers: a campaign that recorded no such series predates it (``LATER_SERIES``).
+SAMPLED = "sampled"
+LATER_SERIES = frozenset({SAMPLED})
 
 
 class CampaignResult(msgspec.Struct, frozen=True):
@@ -91,7 +95,9 @@ class Profiling:
         hotspot's part in seconds of the run (the candidate's changed code counts with it; a hybrid
         arm's hotspot is the candidate's code, so it reads as the candidate's), and in the reference's
         runs the reach of the code the candidate changed (the Amdahl ceiling)."""
-        series: dict[str, float] = {}
+        # Whether the run carries any cost at all: a run that ended before its profiler attached has an
+        # empty profile, which is no evidence of where its time went (not evidence that it went nowhere).
+        series: dict[str, float] = {SAMPLED: 1.0 if attr.sampled(profile) else 0.0}
         a = self.attribution
         if a is not None:
             side = a.hotspot if role == "reference" else a.changed
@@ -178,7 +184,11 @@ def timed_run(contract: Contract, target: execute.Target, scratch: Path, *, argv
     # which has only the record, recomputes the same seconds, not ones a rounding away.
     run, series, version = profiling.reduce(target.label, role, artifacts, round(out.process.wall_s, 9))
     series = {**series, "user_s": out.process.user_s, "sys_s": out.process.sys_s}
-    if contract.metric.kind == "operation" and "hot_s" in series:
+    if contract.metric.kind == "operation" and not series.get(SAMPLED, 1.0):
+        why = (f"{profiling.name} took no samples of this run (it ended before the profiler attached), so the "
+               "operation's cost in it is unknown: give the program an input that runs longer")
+        out = msgspec.structs.replace(out, value=None, metric_error=why)
+    elif contract.metric.kind == "operation" and "hot_s" in series:
         # The operation's cost is what is timed: its code (and, in the candidate, the code it changed,
         # so work moved out of the operation counts against it); never 0, which no ratio can take.
         out = msgspec.structs.replace(out, value=max(series["hot_s"], OPERATION_FLOOR_S))

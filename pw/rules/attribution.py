@@ -38,11 +38,21 @@ def is_machine(op: Operation) -> bool:
 
 def seconds_per_unit(profile: Profile, wall_s: float) -> float:
     """How many seconds of the run one unit of the profile's primary metric stands for."""
-    metric = profile.primary_metric
-    if metric in DEVICE_TIME_METRICS:
+    if profile.primary_metric in DEVICE_TIME_METRICS:
         return 1e-9
-    total = float(profile.totals.get(metric) or math.fsum(o.self_metrics.get(metric, 0.0) for o in profile.operations))
+    total = _total(profile)
     return wall_s / total if total > 0 else 0.0
+
+
+def _total(profile: Profile) -> float:
+    metric = profile.primary_metric
+    return float(profile.totals.get(metric) or math.fsum(o.self_metrics.get(metric, 0.0) for o in profile.operations))
+
+
+def sampled(profile: Profile) -> bool:
+    """Whether the profile carries any cost in its primary metric (a run that ended before its
+    profiler attached carries none)."""
+    return _total(profile) > 0
 
 
 def _in_regions(regions: Iterable[CodeRegion], file: str, line: int) -> bool:

@@ -112,6 +112,8 @@ class PairFacts(Plain, kw_only=True):
     profiler: str
     pairs_run: int
     set_aside: int = 0
+    # Admitted pairs left out here because a run carried no samples (``RuleSet.unsampled_pairs_apart``).
+    unsampled: int = 0
     max_load_imbalance: float | None = None
     reference_s: list[float]
     candidate_s: list[float]
@@ -271,7 +273,11 @@ def _mechanism(i: GateInputs, rs: RuleSet) -> GateResult:
     if i.hotspot is None:
         failures.append("no hotspot selected")
     if p is None or len(p.reference_s) < 2 or not p.hot_reference_s:
-        failures.append("no profiled pairs: the campaign's runs carry no per-operation costs")
+        why = "no profiled pairs: the campaign's runs carry no per-operation costs"
+        if p is not None and p.unsampled:
+            why = (f"fewer than 2 sampled pairs: {p.unsampled} pair(s) had a run that ended before its profiler "
+                   "attached, which says nothing of where its time went (give the program a longer input)")
+        failures.append(why)
         return gate_result("mechanism", failures, "", evidence)
     if rs.hybrid_arm and p.hybrid_status == "timed" and p.hybrid_s:
         failure, text = _judge_fraction(hybrid_fraction(p, rs.mechanism_prior_scale),
@@ -302,6 +308,8 @@ def _mechanism(i: GateInputs, rs: RuleSet) -> GateResult:
         details.append(detail if ok else f"({detail})")
     if p.set_aside:
         details.append(f"{p.set_aside} of {p.pairs_run} pairs set aside for unbalanced load")
+    if p.unsampled:
+        details.append(f"{p.unsampled} pair(s) with an unsampled run left out (no evidence of where its time went)")
     return gate_result("mechanism", failures, "; ".join(details), evidence)
 
 

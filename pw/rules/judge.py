@@ -630,7 +630,8 @@ def _pair_inputs(rs: RuleSet, s: Selection, cid: str, ref: str, shared: dict[str
     from pw.rules.judge_pairs import pair_facts
 
     timing, run = s.timing, s.run[1]
-    pairs = pair_facts(timing[1], profiles, timing_cpus(timing[1], run.host.cpus), _hybrid_status(s)) if timing else None
+    pairs = pair_facts(timing[1], profiles, timing_cpus(timing[1], run.host.cpus), _hybrid_status(s),
+                       unsampled_apart=rs.unsampled_pairs_apart) if timing else None
     profiler = timing[1].profiler if timing else None
     adapter = None
     if profiler is not None:

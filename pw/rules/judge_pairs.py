@@ -77,12 +77,17 @@ def operation_costs(timing: ev.TimingRecorded, profiles: Mapping[str, bytes], ma
 
 
 def pair_facts(timing: ev.TimingRecorded, profiles: Mapping[str, bytes], cpus: int,
-               hybrid_status: str) -> PairFacts | None:
-    """The current gates' view of a profiled campaign (None when its runs carry no profiles)."""
+               hybrid_status: str, *, unsampled_apart: bool = True) -> PairFacts | None:
+    """The current gates' view of a profiled campaign (None when its runs carry no profiles). With
+    ``unsampled_apart`` (``RuleSet.unsampled_pairs_apart``), the pairs it lists are the admitted pairs
+    whose runs all carry samples: the gates reading it read profiles."""
     if timing.profiler is None or not timing.runs:
         return None
     ref, hybrid, cid = stopping.labels_of(timing)
-    mask = stopping.admitted_of(timing, cpus)
+    admitted = stopping.admitted_of(timing, cpus)
+    arms = [x for x in (ref, hybrid, cid) if x is not None]
+    sampled = stopping.sampled_pairs(timing.samples, arms, len(admitted)) if unsampled_apart else [True] * len(admitted)
+    mask = [ok and seen for ok, seen in zip(admitted, sampled)]
     s = timing.samples
     record = timing.campaign
     a = timing.attribution
@@ -93,7 +98,8 @@ def pair_facts(timing: ev.TimingRecorded, profiles: Mapping[str, bytes], cpus: i
 
     return PairFacts(
         reference=ref, candidate=cid, hybrid=hybrid, metric=timing.metric, profiler=timing.profiler.adapter,
-        pairs_run=len(mask), set_aside=mask.count(False),
+        pairs_run=len(mask), set_aside=admitted.count(False),
+        unsampled=sum(1 for ok, seen in zip(admitted, sampled) if ok and not seen),
         max_load_imbalance=record.max_load_imbalance if record is not None else None,
         reference_s=get(ref), candidate_s=get(cid), hybrid_s=get(hybrid) if hybrid else [],
         reference_wall_s=get(f"{ref}:wall_s"), candidate_wall_s=get(f"{cid}:wall_s"),

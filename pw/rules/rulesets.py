@@ -104,6 +104,9 @@ class RuleSet(msgspec.Struct, frozen=True, kw_only=True):
     # the mechanism with (``pw.stats.adaptive.MECHANISM_PRIOR_SCALE``), so the gate reads the
     # campaign's own decision.
     mechanism_prior_scale: float | None = None
+    # Pairs with a run whose profile carries no cost (it ended before its profiler attached) are left out
+    # of what is read from profiles (mechanism, no collateral): no samples is no evidence, not zero cost.
+    unsampled_pairs_apart: bool = False
 
 
 def _next(previous: RuleSet, version: int, reason: str, **changes: object) -> RuleSet:
@@ -146,6 +149,8 @@ def _history() -> dict[int, RuleSet]:
           "gpu_counter": False}),
         ("the mechanism gate decides the fraction with the campaign's own stopping statistic",
          {"mechanism_prior_scale": 0.5}),
+        ("a pair with a run that carries no samples is left out of the mechanism and no collateral",
+         {"unsampled_pairs_apart": True}),
     ]
     for version, (reason, changes) in enumerate(steps, start=2):
         v = _next(v, version, reason, **changes)

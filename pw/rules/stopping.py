@@ -205,6 +205,19 @@ def labels_of(timing: ev.TimingRecorded) -> tuple[str, str | None, str]:
     return targets[0], (targets[1] if len(targets) == 3 else None), targets[-1]
 
 
+def sampled_pairs(samples: dict[str, list[float]], arms: list[str], n: int) -> list[bool]:
+    """Per pair, whether every one of ``arms``' runs carries a profile with any cost in it (the
+    ``{label}:sampled`` series; a campaign recorded before that series counts every run as sampled).
+    A run that ended before its profiler attached is timed like any other, but says nothing about
+    where its time went."""
+    out = [True] * n
+    for label in arms:
+        seen = samples.get(f"{label}:sampled")
+        if seen is not None and len(seen) == n:
+            out = [ok and bool(v) for ok, v in zip(out, seen)]
+    return out
+
+
 def mechanism_series(samples: dict[str, list[float]], ref: str, hybrid: str | None, cid: str,
                      admitted: list[bool]):
     """The series the mechanism is decided on: with a hybrid arm, the hybrid's saving against the
@@ -219,7 +232,9 @@ def mechanism_series(samples: dict[str, list[float]], ref: str, hybrid: str | No
         part = [b - c for b, c in zip(samples[f"{ref}:hot_s"], samples[f"{cid}:hot_s"])]
     else:
         return None
-    keep = [i for i, ok in enumerate(admitted) if ok]
+    # The hotspot's part comes from the runs' profiles: a pair with an unsampled run has no such part.
+    sampled = [True] * len(base) if hybrid is not None else sampled_pairs(samples, [ref, cid], len(base))
+    keep = [i for i, (ok, seen) in enumerate(zip(admitted, sampled)) if ok and seen]
     return MechanismSeries(part=tuple(part[i] for i in keep), whole=tuple(base[i] - cand[i] for i in keep),
                            scale=tuple(base[i] for i in keep))
 
