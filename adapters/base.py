@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import os
 import posixpath
+import re
 import shutil
 import sys
 import tempfile
@@ -138,6 +139,23 @@ class RunWrap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     # within it): the log is in a directory the program can write, so the line alone could be forged
     # by a program that also kept the profiler from writing its profile.
     gone_within_s: float = 0.0
+
+    def unattached(self, *, exit_code: int | None, signal: int | None, timed_out: bool, wall_s: float) -> bool:
+        """Whether a run that exited non-zero is one the profiler never attached to: the program ended
+        first (the one place this is decided; ``timed_collect`` is told). Its exit status was the
+        profiler's, so the program's run counts, unsampled. All of it must hold: the profiler's log
+        says so (``gone_before_attach``), its run ended within ``gone_within_s``, and its directory
+        holds its log alone (anything more there was the program's doing)."""
+        if not self.gone_before_attach or exit_code in (None, 0) or timed_out or signal is not None \
+                or wall_s > self.gone_within_s:
+            return False
+        if re.search(self.gone_before_attach, log_said(self.log)) is None:
+            return False
+        try:
+            left = sorted(os.listdir(os.path.dirname(self.log)))
+        except OSError:
+            return False
+        return left == [os.path.basename(self.log)] and os.path.isfile(self.log) and not os.path.islink(self.log)
 
 
 class ProgramRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -309,9 +327,11 @@ class Adapter(abc.ABC):
         then picks another discovery adapter for timed runs)."""
         return None
 
-    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float, unattached: bool = False
+                      ) -> dict[str, bytes]:
         """The raw evidence of one timed run profiled with ``timed_wrap`` (artifact role -> bytes),
-        reduced to what ``normalize`` needs; raises CaptureError when the tool failed."""
+        reduced to what ``normalize`` needs; raises CaptureError when the tool failed. ``unattached``:
+        ``RunWrap.unattached`` said the profiler never attached (the evidence is an empty profile)."""
         raise CaptureError(f"{self.spec.name} does not profile timed runs")
 
     def timed_options(self) -> dict[str, str | int | float | bool]:

@@ -18,7 +18,8 @@ Samples with an empty stack count in the totals as operation ``[no-python-frame]
 
 Caveat (py-spy 0.4.3): py-spy exits 0 even when the profiled program fails, so capture cannot see
 the program's exit status; the workload's oracle must. It exits 1 when the program it started had
-ended before its first attempt to attach (``GONE_BEFORE_ATTACH``): that run ran, unsampled.
+ended before its first attempt to attach (``GONE_BEFORE_ATTACH``): that run ran, unsampled
+(decided by ``adapters.base.RunWrap.unattached``, the one place, and told to ``timed_collect``).
 py-spy's own lines never reach the program's streams (``apart``).
 """
 
@@ -204,26 +205,20 @@ class PySpyAdapter(Adapter):
         return RunWrap(inner=apart(self._record(exe, os.path.join(out_dir, OUT_ROLE)), log), writable=[out_dir],
                        log=log, gone_before_attach=GONE_BEFORE_ATTACH, gone_within_s=GONE_WITHIN_S)
 
-    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float, unattached: bool = False
+                      ) -> dict[str, bytes]:
         out = os.path.join(out_dir, OUT_ROLE)
         if self._tool_version is None:
             self._tool_version = _version(self.require_tool())
         version = self._tool_version
-        try:
-            data = Path(out).read_bytes()
-        except OSError:
-            log = os.path.join(out_dir, LOG_ROLE)
-            if not re.search(GONE_BEFORE_ATTACH, said(log)):
-                raise CaptureError(f"py-spy wrote no profile for the timed run: {said(log)}") from None
-            left = sorted(os.listdir(out_dir))
-            if left != [LOG_ROLE] or not os.path.isfile(log):
-                # py-spy that never attached writes its log and nothing else; anything more was put
-                # there by the program (e.g. something in the way of the profile py-spy would write)
-                raise CaptureError(f"py-spy wrote no profile and its directory holds {left}: not py-spy's own "
-                                   "doing (the program wrote there)") from None
-            # The program ended before py-spy attached: it ran, and nothing of it was sampled.
-            data = msgspec.json.encode(_Speedscope(shared=_Shared(frames=[]), profiles=[],
-                                                   exporter=f"py-spy@{version}"))
+        if unattached:  # the program ended before py-spy attached: it ran, and nothing of it was sampled
+            data = msgspec.json.encode(_Speedscope(shared=_Shared(frames=[]), profiles=[], exporter=f"py-spy@{version}"))
+        else:
+            try:
+                data = Path(out).read_bytes()
+            except OSError:
+                raise CaptureError(f"py-spy wrote no profile for the timed run: {said(os.path.join(out_dir, LOG_ROLE))}"
+                                   ) from None
         meta = msgspec.json.encode({"adapter": self.spec.name, "tool_version": version, "cwd": cwd, "argv": [],
                                     "options": self.timed_options()}, order="deterministic")
         return {OUT_ROLE: data, "capture.json": meta}

@@ -67,6 +67,7 @@ class RunOutcome(msgspec.Struct, frozen=True):
     leftover_processes: list[str] = []  # names of processes still running when the program exited
     created: dict[str, str] = {}  # files the run created in its build tree (relative path -> text)
     profiler_said: str = ""  # what the profiler said in its log (its error), when it joined a run that failed
+    unattached: bool = False  # the profiler never attached: the program ended first (RunWrap.unattached)
 
 
 def left_behind(outcome: RunOutcome) -> list[str]:
@@ -427,19 +428,16 @@ def run_once(
         outside_writes = writes.outside(found, own + ([str(cache.resolve())] if cache is not None else []))
     leftovers = [p.split(" ", 1)[-1] for p in result.leftover_processes]
     said = _profiler_said(wrap) if wrap is not None and not result.ok else ""
-    if said and wrap is not None and _gone_before_attach(result, wrap, said):
+    unattached = wrap is not None and not result.ok and wrap.unattached(
+        exit_code=result.exit_code, signal=result.signal, timed_out=result.timed_out, wall_s=result.wall_s)
+    if unattached:
         # The exit status was the profiler's (which never carries the program's): the program ran to
         # its end before the profiler attached; its output is checked like any run's.
         result = msgspec.structs.replace(result, exit_code=0)
     value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
     return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes,
-                      stderr=stderr, leftover_processes=leftovers, created=created, profiler_said=said)
-
-
-def _gone_before_attach(result: ProcessResult, wrap: RunWrap, said: str) -> bool:
-    return (bool(wrap.gone_before_attach) and result.exit_code not in (None, 0) and not result.timed_out
-            and result.signal is None and result.wall_s <= wrap.gone_within_s
-            and re.search(wrap.gone_before_attach, said) is not None)
+                      stderr=stderr, leftover_processes=leftovers, created=created, profiler_said=said,
+                      unattached=unattached)
 
 
 def _profiler_said(wrap: RunWrap) -> str:
