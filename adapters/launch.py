@@ -17,7 +17,9 @@ The report (JSON, written to REPORT_FD after the program ends) holds the wait st
 `subprocess` returns codes (minus the signal), the wall time, the peak RSS in KB, how the machine's
 load delayed the program (`run_queue_s`: its main thread runnable but waiting for a CPU;
 `steal_s`: CPU time the hypervisor took from the machine meanwhile; `others_cpu_s`: CPU time the
-machine's other work used meanwhile, on any CPU), how long mounting its throwaway trees took
+machine's other work used meanwhile, on any CPU), whose CPU time the program used (`main_cpu_s`: its
+main thread's; `family_cpu_s`: its own with every thread and every process it started, orphans
+included), how long mounting its throwaway trees took
 (`throwaway_s`, before the program's clock starts), and `launch_error` when the
 program could not be executed. When the launcher itself is killed (a
 timeout kills the whole process group), no report is written and the caller falls back to what
@@ -66,10 +68,12 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    _reap_orphans_here()
     # posix_spawn (vfork-like: no copy of this interpreter's pages to set up and tear down) keeps
     # the measured wall time closest to the program's own; a fork costs ~1 ms more here. The child
     # starts from this small launcher's address space, which sets the floor of its peak RSS.
     counters_before = _cpu_counters()
+    family_before = _children_cpu_s()
     start = time.perf_counter()
     try:
         pid = os.posix_spawnp(argv[0], argv, env)
@@ -83,9 +87,11 @@ def main() -> None:
     # is reaped, and they say how long it was runnable but waiting for a CPU.
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     wall = time.perf_counter() - start
-    run_queue_s = _run_queue_s(pid)
+    main_cpu_s, run_queue_s = _schedstat_s(pid)
     counters_after = _cpu_counters()
     _, status, usage = os.wait4(pid, 0)
+    _reap_exited()
+    family_cpu_s = _children_cpu_s() - family_before
     steal_s = others_cpu_s = None
     if counters_before is not None and counters_after is not None:
         busy_s = counters_after[0] - counters_before[0]
@@ -94,6 +100,7 @@ def main() -> None:
     report = {"returncode": os.waitstatus_to_exitcode(status), "wall_s": wall,
               "max_rss_kb": usage.ru_maxrss, "user_s": usage.ru_utime, "sys_s": usage.ru_stime,
               "run_queue_s": run_queue_s, "steal_s": steal_s, "others_cpu_s": others_cpu_s,
+              "main_cpu_s": main_cpu_s, "family_cpu_s": family_cpu_s,
               "launch_error": None, "throwaway_s": throwaway_s}
     if sandboxed:
         report["leftover_processes"] = _leftover_processes()
@@ -101,15 +108,52 @@ def main() -> None:
     _write_report(report_fd, report)
 
 
-def _run_queue_s(pid: int) -> float | None:
-    """Seconds the exited (not yet reaped) program's main thread spent runnable but waiting for a
-    CPU (the second field of /proc/PID/schedstat, in ns): the machine's load, not the program's
-    work. None where the kernel keeps no scheduler statistics."""
+def _schedstat_s(pid: int) -> tuple[float | None, float | None]:
+    """(on-CPU, waiting) seconds of the exited (not yet reaped) program's main thread: the first two
+    fields of /proc/PID/schedstat, in ns. The second is the time it was runnable but waiting for a
+    CPU; the first lets the campaign tell whose load that was (pw.rules.contention). (None, None)
+    where the kernel keeps no scheduler statistics."""
     try:
         with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
+            fields = f.read().split()
+        return int(fields[0]) / 1e9, int(fields[1]) / 1e9
     except (OSError, ValueError, IndexError):
-        return None
+        return None, None
+
+
+def _reap_orphans_here() -> None:
+    """Become the subreaper of everything the program starts: a descendant whose parent exits is
+    handed to this launcher, not to the PID namespace's init, so its CPU time reaches
+    ``_children_cpu_s`` once it is reaped (a program that hands work to an orphan cannot hide its
+    CPU time that way)."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER, 1
+    except (OSError, AttributeError):
+        pass
+
+
+def _reap_exited() -> None:
+    """Reap every descendant that has exited and was handed to us (never waiting for a live one:
+    those are the program's leftovers, reported as such)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds (user and system) of every descendant reaped so far: the program, its threads, and
+    every process it started, whoever reaped them (``_reap_orphans_here``)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _cpu_counters() -> tuple[float, float] | None:

@@ -76,6 +76,11 @@ class ProcessResult(msgspec.Struct, frozen=True):
     run_queue_s: float | None = None
     steal_s: float | None = None
     others_cpu_s: float | None = None
+    # Whose CPU time the program used (launcher only; None where unknown): its main thread's, and its
+    # whole family's (every thread, every process it started, orphans included). The difference bounds
+    # the wait its own threads and processes could have caused the main thread (pw.campaign/5).
+    main_cpu_s: float | None = None
+    family_cpu_s: float | None = None
     # Seconds the launcher took to mount the layout's throwaway trees and drop its capabilities
     # (before the program's clock started: none of it is in wall_s).
     throwaway_s: float = 0.0
@@ -229,6 +234,7 @@ def _result(argv: list[str], returncode: int, waited: _Waited, measured: _Launch
         extra.update(leftover_processes=measured.leftover_processes, scratch_files=measured.scratch_files,
                      user_s=measured.user_s, sys_s=measured.sys_s, reported=True,
                      run_queue_s=measured.run_queue_s, steal_s=measured.steal_s, throwaway_s=measured.throwaway_s,
+                     main_cpu_s=measured.main_cpu_s, family_cpu_s=measured.family_cpu_s,
                      # This process's own threads (draining the program's output, the timer) are
                      # not other work: a program that prints 100 MB keeps them busy on another CPU.
                      others_cpu_s=None if measured.others_cpu_s is None
@@ -286,6 +292,8 @@ class _LaunchReport(msgspec.Struct, frozen=True):
     run_queue_s: float | None = None
     steal_s: float | None = None
     others_cpu_s: float | None = None
+    main_cpu_s: float | None = None
+    family_cpu_s: float | None = None
     throwaway_s: float = 0.0
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from pw.rules import stopping
 from pw.rules.contention import MAX_LOAD_IMBALANCE, admitted_pairs, running_share, without_wait
-from pw.stats.adaptive import CAMPAIGN_RULE, CampaignParams
+from pw.stats.adaptive import CAMPAIGN_RULE, WAIT_RULES, CampaignParams
 
 AA = json.loads((Path(__file__).parent / "data" / "load-aa" / "pairs.json").read_text())
 LABELS = ("baseline", None, "same")
@@ -52,8 +52,8 @@ def test_runs_that_did_not_record_their_wait_are_left_as_recorded():
     assert without_wait(s, ["x"], 2, "wall_time_s") == s
 
 
-def test_new_campaigns_use_it_and_older_rules_read_their_samples_as_recorded():
-    assert CAMPAIGN_RULE == "pw.campaign/4"
+def test_new_campaigns_take_the_wait_out_and_older_rules_read_their_samples_as_recorded():
+    assert CAMPAIGN_RULE in WAIT_RULES and "pw.campaign/4" in WAIT_RULES
     s = _run(1.0, 0.5)
     labels = ("x", None, "x")
     assert stopping.judged_samples(s, "pw.campaign/3", labels, 2, "wall_time_s") is s

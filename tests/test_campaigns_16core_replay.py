@@ -125,8 +125,8 @@ def test_the_recorded_campaigns_keep_their_rule_and_an_unknown_rule_is_named(rec
     run = copy_run(recorded[0], tmp_path)
     rules = {e.data.campaign.rule for e in ledger_events(run)
              if isinstance(e.data, ev.TimingRecorded) and e.data.campaign is not None}
-    assert rules == {"pw.campaign/1"} and CAMPAIGN_RULE == "pw.campaign/4" and set(CAMPAIGN_RULES) == {
-        "pw.campaign/1", "pw.campaign/2", "pw.campaign/3", "pw.campaign/4"}
+    assert rules == {"pw.campaign/1"} and CAMPAIGN_RULE == "pw.campaign/5" and set(CAMPAIGN_RULES) == {
+        "pw.campaign/1", "pw.campaign/2", "pw.campaign/3", "pw.campaign/4", "pw.campaign/5"}
 
     def unknown(data):
         if isinstance(data, ev.TimingRecorded) and data.campaign is not None:
@@ -136,6 +136,6 @@ def test_the_recorded_campaigns_keep_their_rule_and_an_unknown_rule_is_named(rec
     _rerecord(run, unknown)
     result = pw_main("audit", run)
     assert result.code == 1, result
-    assert "campaign rule 'pw.campaign/9' is not one this ProfileWeaver knows (pw.campaign/1, pw.campaign/2, pw.campaign/3, pw.campaign/4)" in \
+    assert "campaign rule 'pw.campaign/9' is not one this ProfileWeaver knows (pw.campaign/1, pw.campaign/2, pw.campaign/3, pw.campaign/4, pw.campaign/5)" in \
         result.out, result.out
     assert "Traceback" not in result.out + result.err

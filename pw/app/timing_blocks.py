@@ -1,6 +1,6 @@
 """Adaptive timing campaigns: blocks of interleaved pairs until the stopping rule says stop.
 
-The controller is `pw.stats.adaptive.run_looks` with the looks of `pw.rules.stopping` (pw.campaign/4:
+The controller is `pw.stats.adaptive.run_looks` with the looks of `pw.rules.stopping` (pw.campaign/5:
 the speedup and the mechanism on the same pairs, each run's time less its wait for a CPU); this shell gives it
 real pairs through `campaign.run_pairs`, one block at a time from the campaign's single seeded
 order, and records the part as one TimingRecorded whose `campaign` says which looks were taken,
@@ -67,7 +67,7 @@ def run_adaptive(
     hybrid: execute.Target | None = None,
     cpus: int = 1,
 ) -> campaign.CampaignResult:
-    """One part of an adaptive campaign (pw.campaign/4); `earlier` (all parts so far, merged) and
+    """One part of an adaptive campaign (pw.campaign/5, or the rule it began under); `earlier` (all parts so far, merged) and
     `continues` (the seq of the last of them) for a continuation. With ``profiling`` every timed run
     is profiled and, when it carries an attribution, the campaign decides the mechanism too."""
     blocks: list[ev.TimingRecorded] = []
@@ -77,6 +77,11 @@ def run_adaptive(
     started = time.monotonic()
     labels = (baseline.label, hybrid.label if hybrid is not None else None, candidate.label)
     fraction = MECHANISM_FRACTION if profiling is not None and profiling.attribution is not None else None
+    # A campaign goes on under the rule it began with: its earlier looks and runs were judged and reduced
+    # by it, and a rule's reading of the wait needs series an earlier rule's runs may not have.
+    rule = earlier.campaign.rule if earlier is not None and earlier.campaign is not None else CAMPAIGN_RULE
+    if profiling is not None:
+        profiling = profiling.under(rule)
 
     def measure(first: int, count: int):
         result = campaign.run_pairs(
@@ -95,7 +100,7 @@ def run_adaptive(
     metric = f"{contract.metric.kind}_time_s"  # as campaign.run_pairs records it
 
     def decide(series: dict[str, list[float]], elapsed: float):
-        judged = stopping.judged_samples(series, CAMPAIGN_RULE, labels, cpus, metric)
+        judged = stopping.judged_samples(series, rule, labels, cpus, metric)
         return stopping.look_of_samples(judged, labels, params, elapsed, cpus=cpus, max_imbalance=None,
                                         fraction=fraction)
 
@@ -111,5 +116,5 @@ def run_adaptive(
         return campaign.CampaignResult(None, failure[0], sorted(side))
     merged = stopping.merge(blocks)
     record = stopping.record_of(params, looks, looks[-1].kind, continues, mechanism_fraction=fraction, cpus=cpus,
-                                rule=CAMPAIGN_RULE)
+                                rule=rule)
     return campaign.CampaignResult(msgspec.structs.replace(merged, campaign=record), None, sorted(side))

@@ -41,6 +41,8 @@ CONTENDED_SHARE = 0.10
 # 14% slower in 7 pairs at 1-2% wait.
 OTHERS_SHARE = 0.25
 RUN_QUEUE, STEAL, OTHERS, WALL = "run_queue_s", "steal_s", "others_cpu_s", "wall_s"
+# Whose CPU time a run used (pw.campaign/5): its main thread's, and its whole family's.
+MAIN_CPU, FAMILY_CPU = "main_cpu_s", "family_cpu_s"
 
 
 class ArmContention(msgspec.Struct, frozen=True):
@@ -174,15 +176,25 @@ WAIT_REMOVABLE = ("wall_time_s", "operation_time_s")
 _WALL_SCALED = ("wall_s", "hot_s", "reach_s")
 
 
-def running_share(samples: dict[str, list[float]], label: str, cpus: int) -> list[float] | None:
-    """Each run's share of its wall time in which it was not waiting for a CPU, or None where the
-    runs did not record their wait. ``cpus`` is kept for the signature of the rule's readers.
+def running_share(samples: dict[str, list[float]], label: str, cpus: int, rule: str = "pw.campaign/4"
+                  ) -> list[float] | None:
+    """Each run's share of its wall time in which it was not waiting for a CPU (others' load), or
+    None where the runs did not record their wait. ``cpus`` is kept for the signature of the rule's
+    readers.
 
     The wait is the program's main thread's run-queue time (/proc/PID/schedstat, in nanoseconds):
     its own, measured for its own lifetime, so it is shorter than the run. The hypervisor's steal is
     not in it: /proc/stat counts it host-wide in 10 ms ticks, so a 3 ms run read 5 ms of "wait" and
     a share of 0, and over the first A/A recording it narrowed the spread by 0.1 point. A
-    recorded wait not shorter than the run is no measurement of that run, and leaves it as recorded."""
+    recorded wait not shorter than the run is no measurement of that run, and leaves it as recorded.
+
+    Under pw.campaign/5 only the wait the program could not have caused itself is taken out: the
+    main thread waits while *any* other task holds its CPU, and the program's own other threads and
+    processes are such tasks (a red team pinned a helper thread to the main thread's CPU and had its
+    work forgiven as "load"). Whatever the program's family used beyond the main thread
+    (``family_cpu_s - main_cpu_s``: every thread and every process it started, orphans included)
+    bounds the wait it caused, so that much of the wait stays in the run; what remains was others'.
+    A run that did not record both is taken as it is."""
     del cpus
     walls = samples.get(f"{label}:{WALL}")
     if not walls:
@@ -190,16 +202,23 @@ def running_share(samples: dict[str, list[float]], label: str, cpus: int) -> lis
     waits = _per_run(samples, label, RUN_QUEUE, len(walls))
     if waits is None:
         return None
+    if rule != "pw.campaign/4":
+        mains = _per_run(samples, label, MAIN_CPU, len(walls))
+        families = _per_run(samples, label, FAMILY_CPU, len(walls))
+        if mains is None or families is None:
+            return [1.0] * len(walls)
+        waits = [max(0.0, w - max(0.0, f - m)) for w, m, f in zip(waits, mains, families, strict=True)]
     return [1.0 - max(0.0, w) / t if 0 < t and w < t else 1.0 for w, t in zip(waits, walls, strict=True)]
 
 
-def without_wait(samples: dict[str, list[float]], labels: list[str], cpus: int, metric: str) -> dict[str, list[float]]:
+def without_wait(samples: dict[str, list[float]], labels: list[str], cpus: int, metric: str,
+                 rule: str = "pw.campaign/4") -> dict[str, list[float]]:
     """The samples with every arm's times taken as the time its runs could run (the comment above):
     the metric itself (when pw measured it) and each run's wall, hotspot and reach seconds are scaled
-    by the run's running share; everything else is as recorded."""
+    by the run's running share under ``rule``; everything else is as recorded."""
     out = dict(samples)
     for label in labels:
-        share = running_share(samples, label, cpus)
+        share = running_share(samples, label, cpus, rule)
         if share is None:
             continue
         keys = [f"{label}:{k}" for k in _WALL_SCALED] + ([label] if metric in WAIT_REMOVABLE else [])

@@ -19,6 +19,7 @@ from pw.stats.adaptive import (
     CAMPAIGN_RULE,
     CAMPAIGN_RULES,
     PAIRED_RULES,
+    WAIT_RULES,
     CampaignParams,
     RecordedLook,
     campaign_look,
@@ -123,6 +124,7 @@ _INTERVAL_OF_RULE = {
     "pw.campaign/2": "at the last look",
     "pw.campaign/3": "at the last look, over the pairs the load admitted",
     "pw.campaign/4": "at the last look, on the time each run could run",
+    "pw.campaign/5": "at the last look, on the time each run could run (others' load taken out, not its own)",
 }
 
 
@@ -260,19 +262,20 @@ def look_of_samples(samples: dict[str, list[float]], labels: tuple[str, str | No
 
 def judged_samples(samples: dict[str, list[float]], rule: str, labels: tuple[str, str | None, str], cpus: int,
                    metric: str) -> dict[str, list[float]]:
-    """The samples a campaign's looks and its judge read: under pw.campaign/4 each run's times less its
-    wait for a CPU (pw.rules.contention.without_wait); as recorded under every earlier rule."""
+    """The samples a campaign's looks and its judge read: under pw.campaign/4 and /5 each run's times
+    less its wait for a CPU (pw.rules.contention.without_wait, by the rule's reading of the wait); as
+    recorded under every earlier rule."""
     from pw.rules.contention import without_wait
 
-    if rule != "pw.campaign/4":
+    if rule not in WAIT_RULES:
         return samples
-    return without_wait(samples, [x for x in labels if x is not None], cpus, metric)
+    return without_wait(samples, [x for x in labels if x is not None], cpus, metric, rule)
 
 
 def judged_timing(timing: ev.TimingRecorded, cpus: int) -> ev.TimingRecorded:
     """A (merged) campaign as its rule judges it: ``judged_samples`` in place of its samples."""
     record = timing.campaign
-    if record is None or record.rule != "pw.campaign/4":
+    if record is None or record.rule not in WAIT_RULES:
         return timing
     samples = judged_samples(timing.samples, record.rule, labels_of(timing), record.cpus or cpus, timing.metric)
     return msgspec.structs.replace(timing, samples=samples)
