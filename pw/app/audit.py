@@ -316,7 +316,8 @@ def timed_runs_divergence(ctx: AuditContext, seq: int, timing) -> str | None:
         adapter = adapter_by_name(timing.profiler.adapter)
     except KeyError as exc:
         return f"event seq {seq}: its timed runs were profiled by {exc}"
-    reduce = Profiling(timing.profiler.adapter, adapter, ctx.evidence, timing.attribution, timing.profiler.source_roots)
+    reduce = Profiling(timing.profiler.adapter, adapter, ctx.evidence, timing.attribution, timing.profiler.source_roots,
+                       rule=timing.campaign.rule if timing.campaign is not None else None)
     for k, label in enumerate(timing.targets):
         role = "reference" if k == 0 else ("candidate" if label == timing.targets[-1] else "hybrid")
         walls = timing.samples.get(f"{label}:wall_s", [])

@@ -35,7 +35,8 @@ from ledger.evidence import EvidenceStore
 from ledger.profile import decode_profile, encode_profile
 from pw.app import warm
 from pw.rules import attribution as attr
-from pw.rules.contention import OTHERS, RUN_QUEUE, STEAL
+from pw.rules.contention import FAMILY_CPU, MAIN_CPU, OTHERS, RUN_QUEUE, STEAL
+from pw.stats.adaptive import CAMPAIGN_RULE
 from pw.workload import containment, output_check
 from pw.workload import steps as execute
 from pw.workload.host import scheduler_node
@@ -70,12 +71,19 @@ class Profiling:
     arm's debug information names (its build directory)."""
 
     def __init__(self, name: str, adapter: Adapter, evidence: EvidenceStore,
-                 attribution: ev.Attribution | None, source_roots: dict[str, str]) -> None:
+                 attribution: ev.Attribution | None, source_roots: dict[str, str], *,
+                 rule: str | None = CAMPAIGN_RULE) -> None:
         self.name = name
         self.adapter = adapter
         self.evidence = evidence
         self.attribution = attribution
         self.source_roots = dict(source_roots)
+        # The campaign rule its runs are reduced under (pw.rules.attribution.from_v5).
+        self.rule = rule
+
+    def under(self, rule: str | None) -> Profiling:
+        """The same profiling, its runs reduced under ``rule`` (a campaign continued under its own)."""
+        return Profiling(self.name, self.adapter, self.evidence, self.attribution, self.source_roots, rule=rule)
 
     def record(self, tool_version: str) -> ev.RunProfiler:
         return ev.RunProfiler(adapter=self.name, tool_version=tool_version, options=self.adapter.timed_options(),
@@ -100,10 +108,11 @@ class Profiling:
         series: dict[str, float] = {SAMPLED: 1.0 if attr.sampled(profile) else 0.0}
         a = self.attribution
         if a is not None:
+            by_name = attr.from_v5(self.rule)
             side = a.hotspot if role == "reference" else a.changed
-            series["hot_s"] = attr.side_seconds(profile, side, wall_s)
+            series["hot_s"] = attr.side_seconds(profile, side, wall_s, by_name=by_name)
             if role == "reference":
-                series["reach_s"] = attr.side_seconds(profile, a.reach, wall_s)
+                series["reach_s"] = attr.side_seconds(profile, a.reach, wall_s, by_name=by_name)
         return None, series, profile.tool_version
 
 
@@ -189,9 +198,9 @@ def timed_run(contract: Contract, target: execute.Target, scratch: Path, *, argv
                "operation's cost in it is unknown: give the program an input that runs longer")
         out = msgspec.structs.replace(out, value=None, metric_error=why)
     elif contract.metric.kind == "operation" and "hot_s" in series:
-        # The operation's cost is what is timed: its code (and, in the candidate, the code it changed,
-        # so work moved out of the operation counts against it); never 0, which no ratio can take.
-        out = msgspec.structs.replace(out, value=max(series["hot_s"], OPERATION_FLOOR_S))
+        # The operation's cost is what is timed (never 0, which no ratio can take).
+        cost = attr.operation_cost(series, role, profiling.rule)
+        out = msgspec.structs.replace(out, value=max(cost, OPERATION_FLOOR_S))
     return TimedRun(out, run, series, version)
 
 
@@ -206,7 +215,8 @@ def _one_run(contract: Contract, arms: _Arms, letter: str, scratch: Path, argv: 
     label, p = target.label, out.process
     arms.add(label, "", round(out.value, 9))
     for key, value in (("wall_s", p.wall_s), ("max_rss_kb", float(p.max_rss_kb)), (RUN_QUEUE, p.run_queue_s),
-                       (STEAL, p.steal_s), (OTHERS, p.others_cpu_s), *sorted(done.series.items())):
+                       (STEAL, p.steal_s), (OTHERS, p.others_cpu_s), (MAIN_CPU, p.main_cpu_s),
+                       (FAMILY_CPU, p.family_cpu_s), *sorted(done.series.items())):
         arms.add(label, key, value)
     if done.profiled is not None:
         arms.runs[label].append(done.profiled)

@@ -10,6 +10,12 @@ regions or on one of its changed lines, plus the cost of its operations that car
 information (a kernel, a function built without line tables). Line costs are disjoint (each sample
 has one leaf line), so parts never count a sample twice, and the same rule applies to both arms.
 
+Under pw.campaign/5 a part's functions also count by name, whatever line their samples name: the
+lines are the build's line tables, which the program's source writes (a red team's `#line 2` put a
+fifth of the hotspot's own loop on the file's header comment, so it counted for neither side and the
+hotspot seemed to shrink). A sample's function is the symbol its address lies in (or, inlined, the
+function the debug information says it was inlined from), which a line directive does not move.
+
 Seconds: a sampler's value (CPU time, wall samples) is a share of the run's samples, times the run's
 own wall time as pw's launcher measured it; a device timeline's value (``gpu_time_ns``) is device
 time already. The launcher's wall time is the program's alone, so a profiler's own start-up and
@@ -68,16 +74,28 @@ def belongs(op: Operation, side: CodeSide) -> bool:
     return any(r.name in (op.name, base) and (op.file is None or r.file == op.file) for r in side.regions)
 
 
-def side_cost(profile: Profile, side: CodeSide) -> float:
+# The campaign rules before pw.campaign/5, whose reduction counts a part's code by its lines alone and
+# whose operation metric counts the operation alone in the reference's runs.
+BEFORE_V5 = frozenset({"pw.campaign/1", "pw.campaign/2", "pw.campaign/3", "pw.campaign/4"})
+
+
+def from_v5(rule: str | None) -> bool:
+    """Whether a campaign under ``rule`` is reduced as pw.campaign/5 and later rules reduce it (module
+    docstring, ``operation_cost``); a timing without a campaign record predates it."""
+    return rule is not None and rule not in BEFORE_V5
+
+
+def side_cost(profile: Profile, side: CodeSide, *, by_name: bool = False) -> float:
     """The side's cost in the profile's primary metric (module docstring)."""
     metric = profile.primary_metric
     lines = {f: set(v) for f, v in side.lines.items()}
+    named = {op.id for op in profile.operations if not is_machine(op) and belongs(op, side)} if by_name else set()
     counted = 0.0
     on_lines: dict[str, float] = {}
     for lc in profile.lines:
         value = lc.self_metrics.get(metric, 0.0)
         on_lines[lc.operation] = on_lines.get(lc.operation, 0.0) + value
-        if lc.line in lines.get(lc.file, ()) or _in_regions(side.regions, lc.file, lc.line):
+        if lc.operation in named or lc.line in lines.get(lc.file, ()) or _in_regions(side.regions, lc.file, lc.line):
             counted += value
     for op in profile.operations:
         if is_machine(op) or not belongs(op, side):
@@ -86,8 +104,21 @@ def side_cost(profile: Profile, side: CodeSide) -> float:
     return counted
 
 
-def side_seconds(profile: Profile, side: CodeSide, wall_s: float) -> float:
-    return round(side_cost(profile, side) * seconds_per_unit(profile, wall_s), 9)
+def side_seconds(profile: Profile, side: CodeSide, wall_s: float, *, by_name: bool = False) -> float:
+    return round(side_cost(profile, side, by_name=by_name) * seconds_per_unit(profile, wall_s), 9)
+
+
+def operation_cost(series: dict[str, float], role: str, rule: str | None) -> float:
+    """One run's cost of a metric that is one operation's (``metric.kind`` "operation"), from its
+    reduced series: in the candidate's runs the operation's code and the code the candidate changed
+    (so work moved out of the operation counts against it). Under pw.campaign/5 the reference's runs
+    count the same code as it was (``reach_s``: the operation and the functions the candidate changed),
+    so both arms are read alike; before, the reference counted the operation alone, and a candidate
+    that only sped up a function outside it (set-up code the run does not judge) read as the whole of
+    that function's cost slower (a PolyBench lu rewrite of its zeroing loop: "0.18x")."""
+    if role == "reference" and from_v5(rule) and "reach_s" in series:
+        return series["reach_s"]
+    return series["hot_s"]
 
 
 def operation_seconds(profile: Profile, wall_s: float) -> dict[str, float]:
