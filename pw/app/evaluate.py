@@ -21,6 +21,7 @@ import msgspec
 from ledger import events as ev
 from ledger.errors import InputError, RejectedCommand, WorkloadError
 from projections.state import RunState
+from pw.agent.source import regions
 from pw.agent.source.claims import claim_findings
 from pw.app import campaign, diagnosis, hybrid, profiled, timing_blocks, warm
 from pw.app.judging import judge_candidate
@@ -62,6 +63,7 @@ class EvaluateResult(msgspec.Struct, frozen=True):
     brief: str | None = None  # after a verified verdict: the refreshed brief for the next idea
     set_aside: int | None = None  # pairs the load set aside (their arms' load unbalanced)
     resumed: list[str] = []  # stages an interrupted attempt had recorded and this one reused
+    notes: list[str] = []  # what the command did other than asked (a `--more N` beyond the cap)
 
 
 def draw_fresh_holdouts(handle: RunHandle, state: RunState, target: str, binary_sha256: str | None):
@@ -106,10 +108,11 @@ def evaluate(
         progress("diff")
         tree = diffing.diff_against_manifest(handle.evidence, cand.prepared.parent_manifest_sha256, ws, files)
         patch_sha = handle.evidence.put(tree.patch)  # the projections copy it to variants/<id>.patch
-        refused = candidates.refused_edits(tree.changed, state.run.contract)
+        mine = profiled.tree_files(ws, files)
+        refused = candidates.refused_edits(tree.changed, state.run.contract) + regions.line_control(mine, tree.patch)
         claim = cand.prepared.mechanism
         findings = claim_findings(claim, profiled.parent_files(handle, cand.prepared.parent_manifest_sha256),
-                                  profiled.tree_files(ws, files), tree.patch)
+                                  mine, tree.patch)
         state = handle.record(state, [ev.CandidateDiffRecorded(
             id=cid, attempt=attempt, patch_sha256=patch_sha, changed=tree.changed, refused=refused,
             source_sha256=workspace.tree_digest(ws, files),
@@ -297,8 +300,12 @@ def refresh_brief(handle: RunHandle, state: RunState, cid: str, progress) -> tup
     target = candidate_target(handle, state, cid, handle.path / cand.prepared.workspace,
                               workspace.source_files(handle.path / cand.prepared.workspace))
     editable = {f for f in target.files if candidates.is_editable(f, state.run.contract)}
+    metric = state.run.contract.metric
     try:
-        hot = hs.select_hotspot(profile, editable)
+        # A run judged on one operation's cost stays on it: the next idea is for that operation, not for
+        # the set-up the run does not judge (which a candidate would be "slower" in).
+        hot = hs.select_named(profile, metric.operation) if metric.kind == "operation" and metric.operation \
+            else hs.select_hotspot(profile, editable)
     except ValueError:
         return state, None
     progress("brief for the current best")
@@ -361,12 +368,18 @@ def more(
         done = len(timing.samples[timing.targets[0]])
         record = timing.campaign
         suggested = None
+        if pairs is not None and pairs < 1:
+            raise InputError(f"--more {pairs}: expected a number of pairs >= 1")
+        notes = []
         if pairs is None:
             suggested = (cand.evaluation.analysis or {}).get("campaign", {}).get("more_pairs") if cand.evaluation else None
             pairs = min(suggested or contract.sampling.max_pairs, MORE_CAP)
+        elif pairs > MORE_CAP:
+            # What a verdict's reason suggests may be more than one call runs: it runs the cap, and says so.
+            notes.append(f"--more {pairs}: continued by {MORE_CAP} pairs, the most one call runs; run it again "
+                         "for more")
+            pairs = MORE_CAP
         progress(f"--more {pairs} pairs" + (f" (the current variance suggests {suggested})" if suggested else ""))
-        if pairs < 1:
-            raise InputError(f"--more {pairs}: expected a number of pairs >= 1")
         params = msgspec.structs.replace(
             stopping.params_of(record), max_pairs=done + pairs,
             max_time_s=float(contract.sampling.max_time_s if max_time_s is None else max_time_s),
@@ -402,7 +415,8 @@ def more(
         state = handle.record(state, [result.timing])
         whole = stopping.merge([timing, result.timing])
         state = handle.record(state, merged_profiles(handle.evidence, whole))
-        return _judged(handle, state, cid, cand.diff.attempt, progress)
+        judged = _judged(handle, state, cid, cand.diff.attempt, progress)
+        return msgspec.structs.replace(judged, notes=notes) if notes else judged
 
 
 def _continuable(handle: RunHandle, state: RunState, cid: str):

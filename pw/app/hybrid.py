@@ -79,6 +79,11 @@ def prepare(handle: RunHandle, state: RunState, cid: str, attempt: int, candidat
 
     if spliced is None:
         return record(f"coupled: {why}"), None
+    if (inside := _reaching_inside(handle, state, cid, mine, hot.name, hot.file)):
+        # Spliced with the function, a #define (or inline assembly) would act on the parent's code after
+        # it as well: the hybrid would not be the hotspot's change alone (a red team's #define inside the
+        # hotspot rewrote a helper further down, and the hybrid carried the helper's saving).
+        return record(f"coupled: the hotspot's change holds {inside}, which acts beyond its function"), None
     if spliced == parent:
         return record("hotspot-unchanged: the candidate leaves the hotspot's own function as its parent has it"), None
     progress(f"hybrid arm: the parent with only {', '.join(functions)} from {cid}")
@@ -109,6 +114,18 @@ def prepare(handle: RunHandle, state: RunState, cid: str, attempt: int, candidat
     if not oracle.event.passed:
         return record(f"coupled: the hybrid fails the oracle ({oracle.event.detail[:160]})", **evidence), None
     return record("built", **evidence), target
+
+
+def _reaching_inside(handle: RunHandle, state: RunState, cid: str, mine: dict[str, bytes], name: str,
+                     file: str | None) -> str:
+    """The first changed line inside the hotspot's function (in the candidate) whose effect reaches
+    beyond it, as "what at file:line"; "" when there is none."""
+    patch = handle.evidence.get(state.candidates[cid].diff.patch_sha256)
+    own = [r for r in regions.function_regions(mine) if r.name == name and (file is None or r.file == file)]
+    for rel, ln, what in regions.reaching_lines(mine, regions.changed_lines(patch)):
+        if any(r.file == rel and r.start <= ln <= r.end for r in own):
+            return f"{what} at {rel}:{ln}"
+    return ""
 
 
 def _stable(handle: RunHandle, state: RunState) -> str | None:

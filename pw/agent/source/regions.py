@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 
 from ledger.events import Attribution, CodeRegion, CodeSide
-from pw.agent.source import c_family, python_ast
+from pw.agent.source import c_family, directives, python_ast
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
@@ -68,6 +68,37 @@ def changed_lines(patch: bytes) -> dict[str, list[int]]:
     return {f: sorted(v) for f, v in sorted(out.items())}
 
 
+def reaching_lines(files: Mapping[str, bytes], lines: Mapping[str, list[int]]) -> list[tuple[str, int, str]]:
+    """(file, line, what) of the changed lines of C-family files whose effect is not confined to the
+    function they sit in: a preprocessor directive, or inline assembly (``pw.agent.source.directives``)."""
+    out = []
+    for rel, changed in sorted(lines.items()):
+        if rel not in files or c_family.language_of(rel) is None:
+            continue
+        text = directives.Text(files[rel])
+        for ln in changed:
+            kind = text.directive(ln)
+            if kind is not None:
+                out.append((rel, ln, f"a preprocessor directive (#{kind})" if kind else "a preprocessor directive"))
+            elif text.has_asm(ln):
+                out.append((rel, ln, "inline assembly"))
+    return out
+
+
+def line_control(files: Mapping[str, bytes], patch: bytes) -> list[str]:
+    """The patch's changed lines that rewrite the build's line tables (``#line``, a linemarker, the
+    assembler's ``.loc``/``.file``/``.line``), each as "file:line (what)": pw reads where a run's time
+    went from those tables, so a candidate may not write them."""
+    out = []
+    for rel, changed in sorted(changed_lines(patch).items()):
+        if rel not in files or c_family.language_of(rel) is None:
+            continue
+        text = directives.Text(files[rel])
+        out.extend(f"{rel}:{ln} ({what}: it rewrites the line tables pw reads a run's time by)"
+                   for ln in changed if (what := text.line_control(ln)) is not None)
+    return out
+
+
 def _touched(regions: list[CodeRegion], lines: dict[str, list[int]]) -> list[CodeRegion]:
     return [r for r in regions if any(r.start <= ln <= r.end for ln in lines.get(r.file, ()))]
 
@@ -95,6 +126,10 @@ def attribution(hotspot_operation: str, hotspot_name: str, hotspot_file: str | N
     beyond_fns = sorted(f"{r.name}@{r.file}" for r in touched if r not in hot_cand)
     inside = {(r.file, ln) for r in touched for ln in range(r.start, r.end + 1)}
     loose = sorted({f for f, ls in lines.items() if any((f, ln) not in inside for ln in ls)})
+    # A directive or inline assembly inside a function acts beyond it (a #define rewrites every function
+    # after it): the patch then reaches beyond the hotspot even when all its lines are inside it.
+    reaching = [f"{what} at {rel}:{ln}" for rel, ln, what in reaching_lines(candidate_files, lines)
+                if (rel, ln) in inside]
     hotspot = CodeSide(regions=hot_ref, operations=[] if hot_ref else [hotspot_name])
     return Attribution(
         hotspot_operation=hotspot_operation,
@@ -103,7 +138,7 @@ def attribution(hotspot_operation: str, hotspot_name: str, hotspot_file: str | N
                          operations=[] if hot_cand else [hotspot_name]),
         reach=CodeSide(regions=_unique(hot_ref + reach), operations=hotspot.operations),
         changed_functions=sorted(f"{r.name}@{r.file}" for r in touched),
-        beyond=beyond_fns + [f"lines of {f} outside any function" for f in loose],
+        beyond=beyond_fns + [f"lines of {f} outside any function" for f in loose] + reaching,
     )
 
 
