@@ -27,7 +27,7 @@ import msgspec
 
 from ledger.contract import Profiling
 
-FORMAT = 5
+FORMAT = 6
 
 Downgrade = Callable[[bytes], bytes | None]
 
@@ -171,6 +171,29 @@ def _cost_4(doc: Any) -> bool:
     return True
 
 
+# --- 6 -> 5: the unprofiled pairs of a run judged on one operation's cost say they time the whole process
+
+
+def _report_5(doc: Any) -> bool:
+    """Format 5's unprofiled pairs carried no `of` (said only where the run's metric is an operation's
+    cost, whose unprofiled pairs time the whole process)."""
+    cands = doc.get("candidates") if isinstance(doc, dict) else None
+    if not isinstance(cands, list):
+        return False
+    for c in cands:
+        u = c.get("unprofiled") if isinstance(c, dict) else None
+        if isinstance(u, dict):
+            u.pop("of", None)
+    return True
+
+
+_OF_WHOLE = "; the whole process, not the operation's cost):"
+
+
+def _report_md_5(data: bytes) -> bytes | None:
+    return data.replace(_OF_WHOLE.encode(), b"):")
+
+
 STEPS: dict[int, Step] = {
     2: Step("routing climbs and measured overheads (profiler-routing.json), the reprofile budget "
             "(experiment-plan.json), diagnosis reprofiles and reused evidence (report.json)",
@@ -188,6 +211,9 @@ STEPS: dict[int, Step] = {
             {"cost.json": _json(_cost_4)},
             added=("brief.md", "plan.json", "harness-state.json", "bench.*.json", "experiment-state.json",
                    "campaign-plan.json", "campaign-result.json")),
+    6: Step("a run judged on one operation's cost says its unprofiled pairs time the whole process "
+            "(report.json, report.md)",
+            {"report.json": _json(_report_5), "report.md": _report_md_5}),
 }
 
 

@@ -108,7 +108,14 @@ def _unprofiled(state: RunState, cid: str, profiled: list[float] | None) -> dict
     u = next((u for u in reversed(state.unprofiled) if u.id == cid), None)
     if u is None:
         return None
-    return {"pairs": u.pairs, "speedup": u.speedup, "interval": list(u.interval), "disagrees": u.disagrees}
+    out = {"pairs": u.pairs, "speedup": u.speedup, "interval": list(u.interval), "disagrees": u.disagrees}
+    if state.run.contract.metric.kind == "operation":
+        # Without a profiler there is no operation's cost to read: the pairs time the whole process.
+        out["of"] = WHOLE_PROCESS
+    return out
+
+
+WHOLE_PROCESS = "the whole process"
 
 
 def _fmt_diagnosis(d: dict[str, Any]) -> str:
@@ -256,7 +263,8 @@ def render_markdown(doc: ReportDoc) -> str:
             u = c.unprofiled
             said = (" **This disagrees with the profiled campaign beyond both intervals: a finding.**"
                     if u["disagrees"] else "")
-            lines += ["", f"Without a profiler (`pw confirm`, {u['pairs']} pairs): {u['speedup']:.3g}x "
+            of = f"; {u['of']}, not the operation's cost" if u.get("of") else ""
+            lines += ["", f"Without a profiler (`pw confirm`, {u['pairs']} pairs{of}): {u['speedup']:.3g}x "
                           f"[{u['interval'][0]:.3g}, {u['interval'][1]:.3g}].{said}"]
         if c.speedup is not None:
             lines += ["", f"![paired samples of {c.id}](plots/paired-{c.id}.png)"]

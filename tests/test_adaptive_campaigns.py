@@ -191,3 +191,32 @@ def test_the_bundled_noop_loads_the_baselines_image_and_is_rejected_untimed(matm
     assert_same_image_is_not_timed(run, "n", out.json())
 
 
+
+
+def test_the_next_line_after_a_spent_budget_never_suggests_more_than_one_more_continues_by():
+    from pw.app.evaluate import MORE_CAP
+    from pw.cli.loop import more_line
+
+    assert more_line("RUN", "a", 17) == "next: pw evaluate RUN a --more 17   (the budget ran out undecided)"
+    far = more_line("RUN", "a", 331)  # a PolyBench jacobi-2d step under load: the line once said --more 331
+    assert far.startswith(f"next: pw evaluate RUN a --more {MORE_CAP} ") and "about 331 more pairs" in far
+    assert more_line("RUN", "a", None).startswith("next: pw evaluate RUN a --more ")
+
+
+@pytest.mark.slow
+def test_more_with_more_pairs_than_a_call_runs_continues_by_the_cap_and_says_so(tiny_budget_run, tmp_path):
+    """A verdict's reason may suggest more pairs than one `--more` runs; following it runs the cap and
+    says so (a PolyBench step's `--more 331` once raised the budget by 331)."""
+    from pw.app.evaluate import MORE_CAP
+
+    run = copy_run(tiny_budget_run, tmp_path)
+    assert pw_main("prepare", run, "--candidate", "a:baseline:an unread global").code == 0
+    (run / "candidates" / "a" / "src" / "tiny.c").write_text(SAME_SPEED_TINY_C)
+    first = pw_main("evaluate", run, "a", "--max-pairs", "5", "--json")
+    assert first.code == 1 and first.json()["stop"] == "budget", first
+    more = pw_main("evaluate", run, "a", "--more", "331", "--json")
+    assert more.code in (0, 1), more
+    assert more.json()["notes"] == [f"--more 331: continued by {MORE_CAP} pairs, the most one call runs; run it "
+                                    "again for more"], more.json()
+    (_, t1), (_, t2) = _timings(run, "a")
+    assert t2.campaign.max_pairs == len(t1.samples["a"]) + MORE_CAP, t2.campaign

@@ -119,6 +119,10 @@ def _unprofiled(handle: RunHandle, state: RunState, cid: str, target: execute.Ta
         return state, None
     m, _sd, lo, hi = (float(x) for x in t_interval_log(np.asarray(d), 0.95))
     est, low, high = math.exp(m), math.exp(lo), math.exp(hi)
+    if contract.metric.kind == "operation":
+        # Unprofiled pairs time the whole process (no profile, no operation's cost): compare them with
+        # the profiled campaign's whole-process times, not with the operation's verdict.
+        verdict_interval = _whole_process_interval(handle, state, cid, reference.label)
     disagrees = False
     if verdict_interval:
         centre = math.sqrt(verdict_interval[0] * verdict_interval[1])
@@ -127,6 +131,27 @@ def _unprofiled(handle: RunHandle, state: RunState, cid: str, target: execute.Ta
                                                         speedup=round(est, 6), interval=[round(low, 6), round(high, 6)],
                                                         disagrees=disagrees)])
     return state, round(est, 6)
+
+
+def _whole_process_interval(handle: RunHandle, state: RunState, cid: str, ref: str) -> list[float] | None:
+    """The 95% t-interval of the reference-over-candidate ratio of whole-process wall times in the
+    candidate's latest profiled campaign (every part of it), or None."""
+    import math
+
+    from pw.stats.paired import t_interval_log
+
+    items = [(e.seq, e.data) for e in handle.events()]
+    found = next(((seq, t) for seq, t in reversed(items) if isinstance(t, ev.TimingRecorded)
+                  and t.targets[-1] == cid and t.profiler is not None), None)
+    if found is None:
+        return None
+    whole = stopping.merged_timing(items, *found)
+    walls = zip(whole.samples.get(f"{ref}:wall_s", []), whole.samples.get(f"{cid}:wall_s", []))
+    d = [math.log(b / c) for b, c in walls if b > 0 and c > 0]
+    if len(d) < 2:
+        return None
+    _m, _sd, lo, hi = (float(x) for x in t_interval_log(np.asarray(d), 0.95))
+    return [math.exp(lo), math.exp(hi)]
 
 
 def confirm(handle: RunHandle, cid: str, *, fresh: bool, progress: Callable[[str], None] = lambda _m: None) -> ConfirmResult:

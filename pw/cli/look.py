@@ -22,6 +22,42 @@ def _bounded(items, group: str | None):
     return items[:MAX_ITEMS], len(items)
 
 
+def _quantiles(values: list[float]) -> dict[str, float] | None:
+    import statistics
+
+    if not values:
+        return None
+    qs = statistics.quantiles(values, n=10, method="inclusive") if len(values) > 1 else [values[0]] * 9
+    return {"p10": round(qs[0], 6), "median": round(statistics.median(values), 6), "p90": round(qs[-1], 6)}
+
+
+def timing_view(t) -> dict:
+    """One timing, bounded whatever its length: what ran, under what, how it stopped, and each arm's
+    numbers as quantiles over its runs (value, wall, wait for a CPU, hotspot seconds, system time)."""
+    import math
+
+    arms = {}
+    for label in t.targets:
+        arms[label] = {key: q for key, name in (("value", label), ("wall_s", f"{label}:wall_s"),
+                                                 ("run_queue_s", f"{label}:run_queue_s"),
+                                                 ("hot_s", f"{label}:hot_s"), ("sys_s", f"{label}:sys_s"))
+                       if (q := _quantiles([float(v) for v in t.samples.get(name, [])])) is not None}
+    ref, cand = t.samples.get(t.targets[0], []), t.samples.get(t.targets[-1], [])
+    ratios = [b / c for b, c in zip(ref, cand) if b > 0 and c > 0] if len(t.targets) > 1 else []
+    c = t.campaign
+    return {
+        "purpose": t.purpose, "targets": list(t.targets), "metric": t.metric, "unit": t.unit,
+        "pairs": len(ref) if len(t.targets) > 1 else 0, "runs": len(ref),
+        "profiler": t.profiler.adapter if t.profiler is not None else None,
+        "campaign": None if c is None else {"rule": c.rule, "stop": c.stop, "looks": len(c.looks),
+                                            "max_pairs": c.max_pairs, "continues": c.continues},
+        "arms": arms,
+        "reference_over_candidate": _quantiles(ratios),
+        "geometric_mean_ratio": round(math.exp(sum(math.log(r) for r in ratios) / len(ratios)), 6) if ratios else None,
+        "sandbox": t.conditions.sandbox if t.conditions is not None else "",
+    }
+
+
 def _section(handle, state, section: str, candidate: str | None, group: str | None):
     view = state.brief.view if state.brief else {}
     if candidate is not None:
@@ -32,8 +68,12 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
         if section == "gates":
             return _bounded(to_builtins(cand.gates.gates) if cand.gates else [], group)
         if section == "timing":
-            timings = [t for t in state.timings if t.targets[-1] == candidate]
-            return _bounded([to_builtins(t) for t in timings[-1:]], group)
+            # Every timing of the candidate, newest last: the profiled campaign its verdict reads, its
+            # continuations, and `pw confirm`'s unprofiled pairs, each summarised (the per-run numbers
+            # and evidence hashes are the ledger's; `pw report` plots them).
+            timings = [timing_view(t) for t in state.timings if t.targets[-1] == candidate]
+            items, total = _bounded(timings, group)
+            return (timings[-MAX_ITEMS:] if not group else items), total
         if section == "diff":
             sha = cand.evaluation.profile_diff_sha256 if cand.evaluation else None
             if not sha:
@@ -62,7 +102,7 @@ def _section(handle, state, section: str, candidate: str | None, group: str | No
         decided = [r for phase, r in sorted(state.routing.items()) if phase != "diagnosis"] + list(state.climbs)
         return _bounded([to_builtins(r) for r in decided], group)
     if section == "timing":
-        return _bounded([to_builtins(t) for t in state.timings if t.purpose == "baseline-variance"], group)
+        return _bounded([timing_view(t) for t in state.timings if t.purpose == "baseline-variance"], group)
     if section == "slices":
         st = state.source_targets
         return _bounded(sorted(st.slices) if st else [], group)

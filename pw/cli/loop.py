@@ -148,6 +148,7 @@ def _result_lines(handle, result) -> list[str]:
     else:
         speed = f"speedup {speed}"
     lines = [f"{result.id} attempt {result.attempt}: {result.status} ({speed})"]
+    lines += [f"  note: {n}" for n in result.notes]
     lines += [f"  {r}" for r in result.reasons]
     if log:
         lines += [f"    {e}" for e in errors]
@@ -164,10 +165,24 @@ def _result_lines(handle, result) -> list[str]:
         lines.append(f"  brief for the next idea: {result.brief}")
         lines.append(f"next: pw prepare {handle.path} --candidate ID:current:MECHANISM")
     if result.status in ("inconclusive", "proposed") and result.stop == "budget":
-        more = f" {result.more_pairs}" if result.more_pairs else ""
-        lines.append(f"next: pw evaluate {handle.path} {result.id} --more{more}   (the budget ran out undecided; "
-                     "at most 60 pairs at a time)")
+        lines.append(more_line(handle.path, result.id, result.more_pairs))
     return lines
+
+
+def more_line(run, cid: str, suggested: int | None) -> str:
+    """The `next:` line after a budget ran out undecided: `--more N` with N what the current variance
+    needs, never more than one `--more` continues by (MORE_CAP); when it needs more than that, the
+    line says so and names the cap, so that what it suggests is what the command does."""
+    from pw.app.evaluate import MORE_CAP
+
+    if not suggested:
+        return (f"next: pw evaluate {run} {cid} --more   (the budget ran out undecided; no number of pairs at the "
+                f"current mean would decide: continues by at most {MORE_CAP})")
+    if suggested <= MORE_CAP:
+        return f"next: pw evaluate {run} {cid} --more {suggested}   (the budget ran out undecided)"
+    return (f"next: pw evaluate {run} {cid} --more {MORE_CAP}   (the budget ran out undecided; the current variance "
+            f"needs about {suggested} more pairs, {MORE_CAP} at a time: a quieter machine or a longer input "
+            "decides sooner)")
 
 
 def _build_errors(handle, result):
@@ -205,7 +220,8 @@ def confirm(args) -> int:
                else "reused the profiled pairs; captured what cadence winner-only deferred"
                if result.reprofiled else "reused the profiled pairs already collected")
         if result.unprofiled is not None:
-            how += f"; without a profiler {result.unprofiled:.3f}x over 5 unprofiled pairs"
+            whole = " (the whole process)" if handle.state().run.contract.metric.kind == "operation" else ""
+            how += f"; without a profiler {result.unprofiled:.3f}x{whole} over 5 unprofiled pairs"
         lines = [f"{result.id}: {result.status} (speedup {speed}; {how})", f"  gates: {_gate_line(result.gates)}"]
         lines += [f"  {r}" for r in result.reasons]
         lines.append(f"next: pw report {handle.path}")

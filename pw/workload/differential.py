@@ -218,7 +218,7 @@ def short_statement(contract: Contract, event: ev.OracleChecked | None,
         return "compares NOTHING (" + ("exit status only" if o.kind == "exit" else "0 lines") + "): ceiling proposed"
     if o.kind == "command":
         return f"command `{' '.join(o.argv or [])}`"
-    stream = f"file {o.path}" if o.kind == "file" else "stdout"
+    stream = f"file {o.path}" if o.kind == "file" else "+".join(compared_streams(contract))
     against = "baseline" if o.kind in ("stable", "baseline") else o.reference
     text = f"{stream} {event.lines_compared if event.lines_compared is not None else '?'} lines vs {against}, " \
            f"rtol {o.rtol:g} atol {o.atol:g}"
