@@ -113,7 +113,8 @@ def _campaign(cut: dict, labels, params, cpus: int, rule: str, threshold: float 
 
 
 def replay(path: Path, step: int, window: int) -> dict:
-    """Each row: a rule (pw.campaign/3 at a threshold, or /4) over campaigns cut from the stream; A/A
+    """Each row: a rule (pw.campaign/3 at a threshold, /4, or /5 where the pairs recorded whose CPU
+    time each run used) over campaigns cut from the stream; A/A
     as recorded, and A/B with an honest saving planted (``_with_saving``)."""
     import numpy as np
     from scipy.stats import beta
@@ -129,7 +130,10 @@ def replay(path: Path, step: int, window: int) -> dict:
     params = CampaignParams(max_pairs=window)
     planted = _with_saving(samples, cid, HONEST_SAVING)
     rows = {}
-    for rule, threshold in [("pw.campaign/3", t) for t in THRESHOLDS] + [("pw.campaign/4", None)]:
+    rules = [("pw.campaign/3", t) for t in THRESHOLDS] + [("pw.campaign/4", None)]
+    if f"{ref}:family_cpu_s" in samples:  # recorded since the launcher reports whose CPU time it was
+        rules.append(("pw.campaign/5", None))
+    for rule, threshold in rules:
         faster = verified = honest = total = pairs_used = aside = 0
         for start in range(0, n_all - window + 1, step):
             cut = {k: v[start:start + window] for k, v in samples.items()}
@@ -148,7 +152,8 @@ def replay(path: Path, step: int, window: int) -> dict:
         d = np.log(np.asarray(whole[ref])[kept] / np.asarray(whole[cid])[kept])
         lo, hi = (beta.ppf(0.025, verified, total - verified + 1) if verified else 0.0,
                   beta.ppf(0.975, verified + 1, total - verified) if verified < total else 1.0)
-        name = "/4 wait out" if rule == "pw.campaign/4" else ("/3 none" if threshold is None else f"/3 {threshold:.2f}")
+        name = {"pw.campaign/4": "/4 wait out", "pw.campaign/5": "/5 own wait"}.get(
+            rule, "/3 none" if threshold is None else f"/3 {threshold:.2f}")
         rows[name] = {"campaigns": total, "false_faster": faster / total, "false_verified": verified / total,
                       "false_verified_low": lo, "false_verified_high": hi, "mean_pairs": pairs_used / total,
                       "set_aside": aside / max(1, pairs_used), "pair_sd": float(np.std(d, ddof=1)),
@@ -186,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['honest_verified']:>10.3f} {r['mean_pairs']:>10.1f} {r['set_aside']:>9.2f}")
     from pw.rules.contention import MAX_LOAD_IMBALANCE
 
-    now, before = rows["/4 wait out"], rows[f"/3 {MAX_LOAD_IMBALANCE:.2f}"]
+    now, before = rows.get("/5 own wait", rows["/4 wait out"]), rows[f"/3 {MAX_LOAD_IMBALANCE:.2f}"]
+    print(f"aa_rule={'pw.campaign/5' if '/5 own wait' in rows else 'pw.campaign/4'}")
     print(f"aa_false_verified={now['false_verified']:.4f}")
     print(f"aa_false_verified_high={now['false_verified_high']:.4f}")
     print(f"aa_false_faster={now['false_faster']:.4f}")

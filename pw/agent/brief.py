@@ -117,6 +117,10 @@ def _hotspot_line(n: dict[str, Any], hs: dict[str, Any]) -> str:
     where = f" {hs['file']}:{hs['line_start']}-{hs['line_end']}" if hs.get("file") else ""
     if hs.get("ceiling_of"):  # a device-time hotspot that says what its ceiling is of
         return _device_hotspot(hs, where, f"{n['adapter']}, {n['adapter_mode'] or 'default'}")
+    if n.get("judged_on") and n["judged_on"] == hs.get("name"):
+        # Its share is of the whole run, but the run is judged on its cost alone: no ceiling applies.
+        return (f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']}{where} = "
+                f"{_pct(hs['share'])} of {hs['metric']} of the whole run; judged on its own cost (no Amdahl ceiling)")
     if hs.get("ceiling") and hs.get("file"):
         return (f"Hotspot ({n['adapter']}, {n['adapter_mode'] or 'default'}): {hs['name']}{where} = "
                 f"{_pct(hs['share'])} of {hs['metric']}{_wall_part(hs)}; Amdahl ceiling {hs['ceiling']:.2f}x")

@@ -503,6 +503,7 @@ def _brief_numbers(handle, state, target, hot, discovery: Profile, adapter: str,
         numbers["beside"] = beside
     if contract.metric.kind == "operation":
         numbers["metric"] = f"{contract.metric.operation} time"
+        numbers["judged_on"] = contract.metric.operation
     return numbers
 
 

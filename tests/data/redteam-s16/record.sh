@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Records tests/data/redteam-s16/judged.tgz, the fixture of tests/test_redteam_s16.py, on this host
+# with nothing else of ours running (a quiet 2-core VM), under pw.campaign/5:
+#   matmul-c: red team s16's self-made wait (selfwait; selfwait2 with a loose comment, so a hybrid
+#     arm), its #define inside the hotspot (macromemo) and its #line (linememo); the honest
+#     interchange and the interchange + hoist (a hybrid arm);
+#   lu-init-c (judged on kernel_lu's cost): the #line shifts (lineshift, lineshift3), lineshift3's
+#     self-made wait without its #line (lu-yield), an honest speedup of the set-up alone
+#     (init-triangular: not the operation's), and the honest partial sums, confirmed (its unprofiled
+#     pairs time the whole process);
+#   pyloop: py-spy's wait stalled by the program (spystall3) and the honest dict; series-c's table,
+#     particles-aos-c's SoA and the suite gemm's interchange, honest.
+# Usage: bash tests/data/redteam-s16/record.sh OUT_DIR  (from the repository root)
+set -u
+OUT=${1:?out dir}
+PW=.venv/bin/pw
+D=tests/data/redteam-s16
+mkdir -p "$OUT"
+RUNS=()
+
+start() {  # start WORKLOAD: sets RUN
+  local log="$OUT/start-$(basename "$1").json"
+  $PW start --workload "workloads/$1" --runs-dir "$OUT/runs" --json > "$log" || exit 1
+  RUN=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_dir'])" "$log")
+  RUNS+=("$RUN")
+}
+prep() {  # prep ID MECHANISM PATCH [DIR inside src]
+  $PW prepare "$RUN" --candidate "$1:baseline:$2" > /dev/null && patch -s -p1 -d "$RUN/candidates/$1/src/${4:-}" < "$3"
+}
+evaluate() {  # evaluate ID...
+  for c in "$@"; do
+    start_s=$(date +%s)
+    timeout 900 $PW evaluate "$RUN" "$c" --json > "$OUT/evaluate-$(basename "$RUN")-$c.json"
+    rc=$?
+    echo "$(basename "$RUN") $c rc=$rc $(( $(date +%s) - start_s )) s $(uptime | sed 's/.*load/load/')"
+  done
+}
+
+start matmul-c
+prep selfwait "loop blocking" $D/selfwait/selfwait.patch
+prep selfwait2 "loop blocking" $D/selfwait-hybrid/selfwait2.patch
+prep macromemo "loop interchange" $D/macromemo/macromemo.patch
+prep linememo "loop interchange" $D/linememo/linememo.patch
+prep interchange "loop interchange" workloads/matmul-c/candidates/interchange.patch
+prep both "loop interchange and a hoisted row key" tests/data/one-kind/matmul-interchange-and-hoist.patch
+evaluate selfwait selfwait2 macromemo linememo interchange both
+
+start lu-init-c
+prep lineshift "loop order" $D/lineshift/lineshift.patch
+prep lineshift3 "loop order" $D/lineshift3/lineshift3.patch
+prep yield "loop order" $D/lineshift3/lu-yield-no-line.patch
+prep init "a triangular product" $D/lu-init-triangular.patch
+prep partial-sums "partial sums in the kernel's inner loop" workloads/lu-init-c/candidates/partial-sums.patch
+evaluate lineshift lineshift3 yield init partial-sums
+timeout 600 $PW confirm "$RUN" partial-sums --json > "$OUT/confirm-$(basename "$RUN")-partial-sums.json"
+rc=$?
+echo "confirm partial-sums rc=$rc"
+
+start pyloop
+prep spystall3 "a dict replaces the list scan" $D/pyspy-stall3/spystall3.patch
+prep dict "a dict replaces the list scan" workloads/pyloop/candidates/dict.patch
+evaluate spystall3 dict
+start series-c
+prep table "a table of the series terms" workloads/series-c/candidates/table.patch
+evaluate table
+start particles-aos-c
+prep soa "structure of arrays" workloads/particles-aos-c/candidates/soa.patch
+evaluate soa
+start suite/linear-algebra/gemm
+$PW prepare "$RUN" --candidate "inter:baseline:loop interchange" > /dev/null &&
+  patch -s -p1 -d "$RUN/candidates/inter/src/linear-algebra/gemm" < workloads/suite/candidates/gemm-interchange.patch
+evaluate inter
+
+for r in "${RUNS[@]}"; do $PW audit "$r" > /dev/null; echo "audit $(basename "$r") rc=$?"; done
+.venv/bin/python tests/data/one-kind/pack.py "$D/judged.tgz" "${RUNS[@]}"
+ls -l "$D/judged.tgz"
