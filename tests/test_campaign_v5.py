@@ -151,3 +151,24 @@ def test_a_single_threaded_programs_family_is_its_main_thread(pinned, tmp_path):
     assert r.exit_code == 0 and r.main_cpu_s is not None and r.family_cpu_s is not None, r
     assert r.main_cpu_s > 0.15, r
     assert abs(r.family_cpu_s - r.main_cpu_s) < 0.02, r
+
+
+def test_under_load_a_single_threaded_programs_wait_comes_out_as_before():
+    """tests/data/load-aa/pairs.json: 240 A/A pairs of matmul-c under the load generator at 1.5 of 2
+    CPUs, recorded with the launcher's main and family CPU times. The program runs one thread, so
+    rule 5 takes out what rule 4 took out: the spread it narrows to is the same."""
+    import json
+
+    import numpy as np
+
+    aa = json.loads((Path(__file__).parent / "data" / "load-aa" / "pairs.json").read_text())
+    s, cpus, labels = aa["samples"], aa["cpus"], ("baseline", None, "same")
+    assert "baseline:family_cpu_s" in s and "same:main_cpu_s" in s
+
+    def spread(rule):
+        judged = stopping.judged_samples(s, rule, labels, cpus, "wall_time_s")
+        return float(np.std(np.log(np.asarray(judged["baseline"]) / np.asarray(judged["same"])), ddof=1))
+
+    raw = float(np.std(np.log(np.asarray(s["baseline"]) / np.asarray(s["same"])), ddof=1))
+    assert spread("pw.campaign/5") == pytest.approx(spread("pw.campaign/4"), rel=0.02)
+    assert spread("pw.campaign/5") < 0.67 * raw, (spread("pw.campaign/5"), raw)
