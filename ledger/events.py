@@ -330,6 +330,11 @@ class Attribution(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     reach: CodeSide
     changed_functions: list[str] = []
     beyond: list[str] = []
+    # The hybrid arm's part, read in its own tree (its hotspot's code and the lines its own diff against
+    # the parent changed); None before it was recorded, when the hybrid's runs were read by ``changed``,
+    # whose line numbers are the candidate's (a red team's helpers above the hotspot shifted them onto
+    # the parent's set-up code).
+    hybrid: CodeSide | None = None
 
 
 class ProfiledRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

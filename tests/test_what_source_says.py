@@ -120,3 +120,19 @@ def test_an_operation_metric_counts_the_same_code_in_both_arms():
     assert operation_cost(cand, "candidate", "pw.campaign/5") == 0.5
     # rule 4 compared the operation alone with the operation and the set-up: "slower"
     assert operation_cost(ref, "reference", "pw.campaign/4") == 0.1
+
+
+def test_code_no_symbol_names_counts_with_every_part():
+    # red team s16-2: a third of kernel_lu's rows ran from copies of compiled code in memfds, which
+    # perf names "[unknown] (/memfd:r1 (deleted))": under lines alone they were nobody's
+    p = _profile()
+    hidden = Operation(id="[unknown] (/memfd:r1 (deleted))@[unknown]", name="[unknown] (/memfd:r1 (deleted))",
+                       kind="function", module="unknown", self_metrics={"cpu_time_s": 0.3})
+    machine = Operation(id="[unknown]@[kernel.kallsyms]", name="[unknown]", kind="function",
+                        module="kernel.kallsyms", self_metrics={"cpu_time_s": 0.1})
+    p = Profile(tool=p.tool, tool_version=p.tool_version, target=p.target, granularity=p.granularity,
+                metrics=p.metrics, totals={"cpu_time_s": 1.4}, operations=[*p.operations, hidden, machine],
+                lines=p.lines)
+    hot = CodeSide(regions=[CodeRegion(file="matmul.c", name="matmul", start=14, end=24)])
+    assert side_cost(p, hot, by_name=True) == pytest.approx(0.8 + 0.3)  # the OS kernel's stays the machine's
+    assert side_cost(p, hot) == pytest.approx(0.6)

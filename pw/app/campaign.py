@@ -109,7 +109,7 @@ class Profiling:
         a = self.attribution
         if a is not None:
             by_name = attr.from_v5(self.rule)
-            side = a.hotspot if role == "reference" else a.changed
+            side = a.hotspot if role == "reference" else a.hybrid if role == "hybrid" and a.hybrid else a.changed
             series["hot_s"] = attr.side_seconds(profile, side, wall_s, by_name=by_name)
             if role == "reference":
                 series["reach_s"] = attr.side_seconds(profile, a.reach, wall_s, by_name=by_name)

@@ -69,6 +69,8 @@ def _campaign(handle: RunHandle, state: RunState, cid: str, target: execute.Targ
     attribution = last.attribution if last is not None and last.attribution is not None else \
         profiled.attribution_for(handle, state, cid, target)
     arm = hybrid.recorded_arm(handle, state, cid) if last is not None and stopping.labels_of(last)[1] else None
+    if attribution is not None and attribution.hybrid is None:  # a campaign recorded before the hybrid's own part
+        attribution = hybrid.with_its_own_side(handle, state, cid, attribution, arm)
     arms = [target] + ([arm] if arm is not None else [])
     low = max(timing_blocks.CONFIRMATION_MIN_PAIRS, contract.sampling.pairs)
     params = timing_blocks.campaign_params(contract.sampling, min_pairs=low,

@@ -205,6 +205,7 @@ def _time(handle: RunHandle, state: RunState, cid: str, step: Attempt, target: e
         arm = hybrid.recorded_arm(handle, state, cid) if step.hybrid == "built" else None
     else:
         state, arm = hybrid.prepare(handle, state, cid, attempt, target, attribution, fresh, reference, progress)
+    attribution = hybrid.with_its_own_side(handle, state, cid, attribution, arm)
     arms = [target] + ([arm] if arm is not None else [])
     profiling = profiled.profiling_for(handle, state, reference, arms, attribution)
     seed = campaign.campaign_seed(state.run.run_id, cid, attempt, "screening")

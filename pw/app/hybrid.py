@@ -116,6 +116,21 @@ def prepare(handle: RunHandle, state: RunState, cid: str, attempt: int, candidat
     return record("built", **evidence), target
 
 
+def with_its_own_side(handle: RunHandle, state: RunState, cid: str, attribution: ev.Attribution | None,
+                      arm: execute.Target | None) -> ev.Attribution | None:
+    """``attribution`` with the hybrid arm's part read in the hybrid's own tree: its hotspot's code and
+    the lines its own diff against the parent changed (the candidate's changed lines are numbered in
+    the candidate's files, not in the hybrid's)."""
+    hot = state.hotspot
+    if attribution is None or arm is None or hot is None:
+        return attribution
+    manifest = state.candidates[cid].prepared.parent_manifest_sha256
+    mine = profiled.tree_files(arm.src_dir, arm.files)
+    patch = diffing.diff_against_manifest(handle.evidence, manifest, arm.src_dir, arm.files).patch
+    own = regions.attribution(hot.operation, hot.name, hot.file, profiled.parent_files(handle, manifest), mine, patch)
+    return msgspec.structs.replace(attribution, hybrid=own.changed)
+
+
 def _reaching_inside(handle: RunHandle, state: RunState, cid: str, mine: dict[str, bytes], name: str,
                      file: str | None) -> str:
     """The first changed line inside the hotspot's function (in the candidate) whose effect reaches

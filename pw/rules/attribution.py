@@ -15,6 +15,9 @@ lines are the build's line tables, which the program's source writes (a red team
 fifth of the hotspot's own loop on the file's header comment, so it counted for neither side and the
 hotspot seemed to shrink). A sample's function is the symbol its address lies in (or, inlined, the
 function the debug information says it was inlined from), which a line directive does not move.
+Code no symbol names counts with every part: a candidate can put any work there, so it is nobody's
+alibi (a red team ran a third of the hotspot's rows from copies of compiled code in memfds, which
+counted for neither side).
 
 Seconds: a sampler's value (CPU time, wall samples) is a share of the run's samples, times the run's
 own wall time as pw's launcher measured it; a device timeline's value (``gpu_time_ns``) is device
@@ -40,6 +43,14 @@ MACHINE_MODULES = frozenset({"kernel.kallsyms", "kernel", "vmlinux"})
 
 def is_machine(op: Operation) -> bool:
     return op.module in MACHINE_MODULES or op.id.endswith("@[kernel.kallsyms]")
+
+
+def is_unnamed(op: Operation) -> bool:
+    """Code of the program that no symbol names: executable memory with no file behind it (a copy
+    of compiled code in a memfd or an anonymous mapping), or a module without symbols. A red team
+    ran a third of the hotspot's rows from such copies, which counted for no part at all."""
+    return not is_machine(op) and (op.name.startswith("[unknown]") or op.name.startswith("0x")
+                                   or op.module in ("unknown", "[unknown]"))
 
 
 def seconds_per_unit(profile: Profile, wall_s: float) -> float:
@@ -89,7 +100,8 @@ def side_cost(profile: Profile, side: CodeSide, *, by_name: bool = False) -> flo
     """The side's cost in the profile's primary metric (module docstring)."""
     metric = profile.primary_metric
     lines = {f: set(v) for f, v in side.lines.items()}
-    named = {op.id for op in profile.operations if not is_machine(op) and belongs(op, side)} if by_name else set()
+    named = {op.id for op in profile.operations if not is_machine(op) and (belongs(op, side) or is_unnamed(op))} \
+        if by_name else set()
     counted = 0.0
     on_lines: dict[str, float] = {}
     for lc in profile.lines:
@@ -98,7 +110,7 @@ def side_cost(profile: Profile, side: CodeSide, *, by_name: bool = False) -> flo
         if lc.operation in named or lc.line in lines.get(lc.file, ()) or _in_regions(side.regions, lc.file, lc.line):
             counted += value
     for op in profile.operations:
-        if is_machine(op) or not belongs(op, side):
+        if is_machine(op) or not (belongs(op, side) or op.id in named):
             continue
         counted += max(0.0, op.self_metrics.get(metric, 0.0) - on_lines.get(op.id, 0.0))
     return counted
