@@ -17,7 +17,6 @@ from __future__ import annotations
 import abc
 import os
 import posixpath
-import re
 import shutil
 import sys
 import tempfile
@@ -115,47 +114,24 @@ class RunWrap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     """How a profiler joins a timed run (one kind of run: every timed run is a profiled run).
 
     ``outer``: an argv prefix around the sandbox and the launcher (perf samples from outside, so the
-    program's parent is the launcher and nothing inside shows a profiler); ``inner``: an argv prefix
-    between the launcher and the program (a profiler that must be the program's parent, py-spy);
-    ``env``: variables added to the program's environment (an injection library, CUPTI); ``writable``:
-    directories the sandbox lets the program's side write (where an inner profiler writes)."""
+    program's parent is the launcher and nothing inside shows a profiler); ``attach``: the same from
+    outside, started on the program itself (py-spy); ``env``:
+    variables added to the program's environment (an injection library, CUPTI); ``writable``:
+    directories the sandbox lets the program's side write (where that library writes)."""
 
     outer: list[str] = []
     # Put before ``outer`` only when the run is sandboxed (a fresh /proc of its own hides it from the
     # program): a shortcut for the profiler's start-up that a program outside a sandbox could see
     # (adapters/kernel_map.py).
     outer_when_confined: list[str] = []
-    inner: list[str] = []
+    # A profiler started outside on the program's host process id (``{pid}``) once pw's launcher has
+    # started it (``adapters.attach``), its own output in ``log``: py-spy, which must read the program.
+    attach: list[str] = []
     env: dict[str, str] = {}
     writable: list[str] = []
     # Where the profiler writes what it says itself (never into the program's streams); what it said
     # (``log_said``: its first error line) is quoted when the run fails ("": no such file).
     log: str = ""
-    # A pattern of the profiler's log saying that the program had exited before the profiler could
-    # attach (py-spy on a program shorter than its first attempt): the run ran and counts, with an
-    # empty profile, so that a short run is never dropped or retried (that would bias the timing).
-    gone_before_attach: str = ""
-    # ... and only when the profiler's whole run took at most this long (its attach attempts give up
-    # within it): the log is in a directory the program can write, so the line alone could be forged
-    # by a program that also kept the profiler from writing its profile.
-    gone_within_s: float = 0.0
-
-    def unattached(self, *, exit_code: int | None, signal: int | None, timed_out: bool, wall_s: float) -> bool:
-        """Whether a run that exited non-zero is one the profiler never attached to: the program ended
-        first (the one place this is decided; ``timed_collect`` is told). Its exit status was the
-        profiler's, so the program's run counts, unsampled. All of it must hold: the profiler's log
-        says so (``gone_before_attach``), its run ended within ``gone_within_s``, and its directory
-        holds its log alone (anything more there was the program's doing)."""
-        if not self.gone_before_attach or exit_code in (None, 0) or timed_out or signal is not None \
-                or wall_s > self.gone_within_s:
-            return False
-        if re.search(self.gone_before_attach, log_said(self.log)) is None:
-            return False
-        try:
-            left = sorted(os.listdir(os.path.dirname(self.log)))
-        except OSError:
-            return False
-        return left == [os.path.basename(self.log)] and os.path.isfile(self.log) and not os.path.islink(self.log)
 
 
 class ProgramRun(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -327,11 +303,9 @@ class Adapter(abc.ABC):
         then picks another discovery adapter for timed runs)."""
         return None
 
-    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float, unattached: bool = False
-                      ) -> dict[str, bytes]:
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
         """The raw evidence of one timed run profiled with ``timed_wrap`` (artifact role -> bytes),
-        reduced to what ``normalize`` needs; raises CaptureError when the tool failed. ``unattached``:
-        ``RunWrap.unattached`` said the profiler never attached (the evidence is an empty profile)."""
+        reduced to what ``normalize`` needs; raises CaptureError when the tool failed."""
         raise CaptureError(f"{self.spec.name} does not profile timed runs")
 
     def timed_options(self) -> dict[str, str | int | float | bool]:

@@ -230,9 +230,7 @@ class CuptiAdapter(Adapter):
         return RunWrap(env={"CUDA_INJECTION64_PATH": str(lib), "PW_CUPTI_OUT": os.path.join(out_dir, JSONL_ROLE)},
                        writable=[out_dir])
 
-    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float, unattached: bool = False
-                      ) -> dict[str, bytes]:
-        del unattached  # sampled from outside the sandbox (its wrap never says so)
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
         out = os.path.join(out_dir, JSONL_ROLE)
         if not os.path.isfile(out) or os.path.getsize(out) == 0:
             raise CaptureError("CUPTI wrote no activity records for the timed run: the program made no CUDA "

@@ -198,9 +198,7 @@ class PerfAdapter(Adapter):
     def use_debug_twins(self, twins: dict[str, str]) -> None:
         self._symbolizer.use_twins(twins)
 
-    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float, unattached: bool = False
-                      ) -> dict[str, bytes]:
-        del unattached  # sampled from outside the sandbox (its wrap never says so)
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
         exe = self.require_tool()
         data = os.path.join(out_dir, DATA_ROLE)
         script_out = os.path.join(out_dir, SCRIPT_ROLE)

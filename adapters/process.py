@@ -38,11 +38,14 @@ from typing import NamedTuple
 import msgspec
 
 from adapters import sandbox as sb
+from adapters.attach import Attacher
 
 _KILL_GRACE_S = 0.5
 # After the program exits, how long to wait for its output pipes to close: a process that escaped
 # the group (no sandbox) may hold them open; its output after this is not read.
 _DRAIN_GRACE_S = 2.0
+# How long an attached profiler may take to write what it sampled once the run has ended.
+_ATTACHED_GRACE_S = 30.0
 _LAUNCHER = Path(__file__).with_name("launch.py")
 
 
@@ -139,6 +142,8 @@ def run_process(
     own_peak_rss: bool = False,
     confine: Confinement | None = None,
     outer: Sequence[str] = (),
+    attach: Sequence[str] = (),
+    attach_log: Path | None = None,
 ) -> ProcessResult:
     """Run argv to completion or timeout; never raises for a failing program, only records it.
 
@@ -154,6 +159,10 @@ def run_process(
     ``perf record ... --``). The program then has the ancestry of a timed run (its parent is the
     launcher, in a PID namespace where the profiler has no /proc entry), and the launcher's report
     still measures the program alone.
+
+    ``attach``: a profiler's argv, started outside the sandbox on the program's host process id
+    (``{pid}``) as soon as the launcher has started it, its own output in ``attach_log``
+    (``adapters.attach``); the run waits for it to write what it sampled. Needs the launcher.
 
     With ``confine`` the command (the launcher with it) runs in that sandbox, its working directory
     ``confine.layout.cwd``; HOME and TMPDIR are the sandbox's own. The launcher inside times the
@@ -179,9 +188,15 @@ def run_process(
         report_box: list[bytes] = []
         if report_r is not None:
             drains.append(_drain(report_r, report_box))
+        ended = threading.Event()
+        attacher = Attacher(proc.pid, str(_LAUNCHER), attach, attach_log or stderr_path.with_suffix(".attach"),
+                            lambda: not ended.is_set()) if attach and own_peak_rss else None
         waited = _wait(proc, timeout_s, start, own_before)
+        ended.set()
         for t in drains:
             t.join(_DRAIN_GRACE_S)
+        if attacher is not None:
+            attacher.finish(_ATTACHED_GRACE_S)
     measured = _decode_report(b"".join(report_box)) if report_r is not None else None
     return _result(argv, proc.returncode, waited, measured, confine is not None, stdout_path, stderr_path)
 

@@ -16,11 +16,22 @@ stretched). A frame's line is the line executing *now* (for callers: the call si
   line (py-spy can report def lines only with ``--function``, which loses the line view).
 Samples with an empty stack count in the totals as operation ``[no-python-frame]@[py-spy]``.
 
-Caveat (py-spy 0.4.3): py-spy exits 0 even when the profiled program fails, so capture cannot see
-the program's exit status; the workload's oracle must. It exits 1 when the program it started had
-ended before its first attempt to attach (``GONE_BEFORE_ATTACH``): that run ran, unsampled
-(decided by ``adapters.base.RunWrap.unattached``, the one place, and told to ``timed_collect``).
-py-spy's own lines never reach the program's streams (``apart``).
+Caveat (py-spy 0.4.3): py-spy exits 0 even when the profiled program fails, so a capture cannot see
+the program's exit status; the workload's oracle must. py-spy's own lines never reach the program's
+streams (``apart``).
+
+In a timed run py-spy joins from outside, as perf does. Where this user may trace a process that is
+not its own child (root, or Yama's ptrace_scope 0), pw starts ``py-spy record --pid`` on the program as
+soon as its launcher has started it (``adapters.attach``); elsewhere ``py-spy record --subprocesses``
+runs around the sandbox and follows the tree down (an ancestor may trace under every Yama scope, but
+it finds a new process only every 100 ms or so). Either way the program's parent is the launcher, as
+in every other kind of run, and nothing of py-spy is in its PID namespace, file system or streams (a
+red team's program read ``/proc/<ppid>/comm`` when py-spy was its parent, took a dict only then, and
+was verified 2.4x while 1.08x unprofiled). Its exit status is its own again (the launcher reports
+it), and py-spy's output and log lie where it cannot write. ``--nonblocking`` reads the program's
+memory without stopping it: no pauses to time. Following the tree also samples the launcher (Python
+too): the process frames py-spy puts at the root of each stack leave it out (``program_samples``). A
+run too short to attach to (``NEVER_FOUND``, ``GONE``) ran, unsampled: an empty profile.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from pathlib import Path
 
 import msgspec
 
+from adapters.attach import NEVER_FOUND
 from adapters.base import (
     Adapter,
     AdapterSpec,
@@ -75,14 +87,16 @@ SPEC = AdapterSpec(
 # scheduler pleases (on a busy host the banner lands after the program's first line), so no pattern
 # can take py-spy's lines off again. Instead py-spy never shares the program's streams: a shell keeps
 # them on fds 3 and 4, starts py-spy with its own streams in LOG_ROLE, and a second shell (py-spy's
-# child, exec'd into the program: same pid, py-spy still its parent) hands them back as 1 and 2.
+# child, exec'd into what py-spy runs: the program at `pw start`, the sandbox in a timed run) hands
+# them back as 1 and 2.
 LOG_ROLE = "pyspy.log"
-# What py-spy says when the process it started had already exited (its /proc/PID/exe is gone) at its
-# first attempt to attach: on a program shorter than that (tens of milliseconds, more on a busy host).
-GONE_BEFORE_ATTACH = r"^Error: Failed to get process executable name"
-# py-spy gives up attaching after 20 attempts 20 ms apart: a run it never attached to ends well inside
-# this (a busy host included). A longer run that ends in that line was not py-spy's own doing.
-GONE_WITHIN_S = 2.0
+# What says the run ended before py-spy could sample it: pw never found the program to attach to, the
+# program was gone when py-spy looked, or (following the tree) no Python process was left in it. The
+# run ran, and nothing of it was sampled. The log lies outside the sandbox: the program cannot write it.
+GONE = (rf"^(?:{re.escape(NEVER_FOUND)}|Error: No python processes found|Error: Failed to (?:get process executable "
+        r"name|open process|find python version)|Error: No such process)")
+# The process frames py-spy puts at the root of each stack with --subprocesses: `process PID:"CMDLINE"`.
+_PROCESS_FRAME = re.compile(r'^process \d+:"(.*)"$', re.DOTALL)
 _GIVE_BACK = 'exec "$@" >&3 2>&4 3>&- 4>&-'
 
 
@@ -148,6 +162,10 @@ class PySpyAdapter(Adapter):
         return [exe, "record", "--format", "speedscope", "--full-filenames", "--rate", str(self.rate),
                 "-o", out]
 
+    def _timed_record(self, exe: str, out: str) -> list[str]:
+        return [exe, "record", "--nonblocking", "--format", "speedscope", "--full-filenames", "--rate",
+                str(self.rate), "-o", out]
+
     def probe(self) -> Usability:
         exe = self.resolve_tool()
         if exe is None:
@@ -193,32 +211,37 @@ class PySpyAdapter(Adapter):
                        commands=[cmd], artifacts={OUT_ROLE: out, "capture.json": meta,
                                                   "stdout.txt": stdout, "stderr.txt": stderr})
 
-    # --- timed runs (one kind of run): py-spy is the program's parent, between launcher and program --
+    # --- timed runs (one kind of run): py-spy samples from outside the sandbox and the launcher -------
     def timed_options(self) -> dict[str, str | int | float | bool]:
-        return {"rate": self.rate, "mode": "timed"}
+        # How py-spy joined, recorded so each run is normalized as it was taken: "attach" on the program's
+        # own process id; "under": following the tree, the program being the launcher's subtree
+        # (``program_samples``); neither: py-spy was the program's parent (before either).
+        if may_trace_others():
+            return {"rate": self.rate, "mode": "timed", "attach": "pid"}
+        return {"rate": self.rate, "mode": "timed", "under": LAUNCHER_MARK}
 
     def timed_wrap(self, out_dir: str) -> RunWrap | None:
         exe = self.resolve_tool()
         if exe is None:
             return None
-        log = os.path.join(out_dir, LOG_ROLE)
-        return RunWrap(inner=apart(self._record(exe, os.path.join(out_dir, OUT_ROLE)), log), writable=[out_dir],
-                       log=log, gone_before_attach=GONE_BEFORE_ATTACH, gone_within_s=GONE_WITHIN_S)
+        log, out = os.path.join(out_dir, LOG_ROLE), os.path.join(out_dir, OUT_ROLE)
+        if may_trace_others():
+            return RunWrap(attach=[*self._timed_record(exe, out), "--pid", "{pid}"], log=log)
+        return RunWrap(outer=apart([*self._timed_record(exe, out), "--subprocesses"], log), log=log)
 
-    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float, unattached: bool = False
-                      ) -> dict[str, bytes]:
+    def timed_collect(self, out_dir: str, *, cwd: str, timeout_s: float) -> dict[str, bytes]:
         out = os.path.join(out_dir, OUT_ROLE)
         if self._tool_version is None:
             self._tool_version = _version(self.require_tool())
         version = self._tool_version
-        if unattached:  # the program ended before py-spy attached: it ran, and nothing of it was sampled
+        log = os.path.join(out_dir, LOG_ROLE)
+        try:
+            data = Path(out).read_bytes()
+        except OSError:
+            if re.search(GONE, said(log)) is None:
+                raise CaptureError(f"py-spy wrote no profile for the timed run: {said(log)}") from None
+            # The run ended before py-spy found a Python process in it: it ran, and nothing was sampled.
             data = msgspec.json.encode(_Speedscope(shared=_Shared(frames=[]), profiles=[], exporter=f"py-spy@{version}"))
-        else:
-            try:
-                data = Path(out).read_bytes()
-            except OSError:
-                raise CaptureError(f"py-spy wrote no profile for the timed run: {said(os.path.join(out_dir, LOG_ROLE))}"
-                                   ) from None
         meta = msgspec.json.encode({"adapter": self.spec.name, "tool_version": version, "cwd": cwd, "argv": [],
                                     "options": self.timed_options()}, order="deterministic")
         return {OUT_ROLE: data, "capture.json": meta}
@@ -231,8 +254,54 @@ class PySpyAdapter(Adapter):
         except msgspec.DecodeError as exc:
             raise ValueError(f"py-spy: {OUT_ROLE} is not py-spy speedscope JSON: {exc}") from None
         version = doc.exporter.removeprefix("py-spy@") or meta.tool_version
+        under = meta.options.get("under")
+        if isinstance(under, str) and under:
+            doc = program_samples(doc, under)
         return build_profile(doc, source_root=source_root, cwd=meta.cwd or None, target=target,
                              tool_version=version)
+
+
+def may_trace_others() -> bool:
+    """Whether this user may trace a process that is not its own descendant: root (CAP_SYS_PTRACE)
+    unless Yama forbids all tracing (scope 3), anyone under Yama scope 0 or without Yama."""
+    try:
+        scope = int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
+    except (OSError, ValueError):
+        scope = 0
+    return scope == 0 or (os.geteuid() == 0 and scope < 3)
+
+
+# What names pw's launcher in a process frame's command line: `INTERPRETER -I -S .../launch.py FD`
+# (adapters/process.py), the whole line (the shell and the sandbox around it carry it as arguments).
+LAUNCHER_MARK = "/launch.py"
+
+
+def _is_launcher(cmdline: str, mark: str) -> bool:
+    parts = cmdline.split(" ")
+    return len(parts) == 5 and parts[1:3] == ["-I", "-S"] and parts[3].endswith(mark) and parts[4].isdigit()
+
+
+def program_samples(doc: _Speedscope, mark: str) -> _Speedscope:
+    """The samples of the program and what it started, without py-spy's process frames: a sample
+    counts when a process frame below the launcher's is on its stack. The launcher is the outermost
+    process frame whose command line is the launcher's, so a process of the program that renamed
+    itself after the launcher is still below it, and counted."""
+    kinds: list[str | None] = []  # per frame: "launcher", "process", or None (a Python frame)
+    for fr in doc.shared.frames:
+        m = _PROCESS_FRAME.match(fr.name) if not fr.file else None
+        kinds.append(None if m is None else "launcher" if _is_launcher(m.group(1), mark) else "process")
+    profiles = []
+    for prof in doc.profiles:
+        samples, weights = [], []
+        for stack, weight in zip(prof.samples, prof.weights):
+            procs = [k for k, i in enumerate(stack) if kinds[i] is not None]
+            first = next((k for k in procs if kinds[stack[k]] == "launcher"), None)
+            if first is None or procs[-1] == first:
+                continue  # outside the launcher's subtree, or the launcher's own
+            samples.append([i for i in stack if kinds[i] is None])
+            weights.append(weight)
+        profiles.append(msgspec.structs.replace(prof, samples=samples, weights=weights))
+    return msgspec.structs.replace(doc, profiles=profiles)
 
 
 def _version(exe: str) -> str:

@@ -184,7 +184,7 @@ def timed_run(contract: Contract, target: execute.Target, scratch: Path, *, argv
             return TimedRun(out)
         try:
             artifacts = profiling.adapter.timed_collect(str(out_dir.absolute()), cwd=str(target.build_dir),
-                                                        timeout_s=contract.run.timeout_s, unattached=out.unattached)
+                                                        timeout_s=contract.run.timeout_s)
         except CaptureError as exc:
             raise ToolError(f"{profiling.name} on timed run {tag} of {target.label}: {exc}") from None
     finally:

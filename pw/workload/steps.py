@@ -67,7 +67,6 @@ class RunOutcome(msgspec.Struct, frozen=True):
     leftover_processes: list[str] = []  # names of processes still running when the program exited
     created: dict[str, str] = {}  # files the run created in its build tree (relative path -> text)
     profiler_said: str = ""  # what the profiler said in its log (its error), when it joined a run that failed
-    unattached: bool = False  # the profiler never attached: the program ended first (RunWrap.unattached)
 
 
 def left_behind(outcome: RunOutcome) -> list[str]:
@@ -396,12 +395,14 @@ def run_once(
         env.update(wrap.env)
     try:
         result = run_process(
-            (prefix or []) + (list(wrap.inner) if wrap is not None else []) + list(argv or step.argv),
+            (prefix or []) + list(argv or step.argv),
             cwd=cwd,
             env=env,
             timeout_s=step.timeout_s,
             outer=([*(wrap.outer_when_confined if confine is not None else []), *wrap.outer]
                    if wrap is not None else ()),
+            attach=wrap.attach if wrap is not None else (),
+            attach_log=Path(wrap.log) if wrap is not None and wrap.log else None,
             # Named by pw for pw: the program writes to pipes and never sees these paths.
             stdout_path=scratch / f"{tag}.out",
             stderr_path=scratch / f"{tag}.err",
@@ -428,16 +429,9 @@ def run_once(
         outside_writes = writes.outside(found, own + ([str(cache.resolve())] if cache is not None else []))
     leftovers = [p.split(" ", 1)[-1] for p in result.leftover_processes]
     said = _profiler_said(wrap) if wrap is not None and not result.ok else ""
-    unattached = wrap is not None and not result.ok and wrap.unattached(
-        exit_code=result.exit_code, signal=result.signal, timed_out=result.timed_out, wall_s=result.wall_s)
-    if unattached:
-        # The exit status was the profiler's (which never carries the program's): the program ran to
-        # its end before the profiler attached; its output is checked like any run's.
-        result = msgspec.structs.replace(result, exit_code=0)
     value, metric_error = metric_value(contract, result, stdout) if result.ok else (None, None)
     return RunOutcome(result, stdout, value, metric_error, side_effects, output_file, outside_writes,
-                      stderr=stderr, leftover_processes=leftovers, created=created, profiler_said=said,
-                      unattached=unattached)
+                      stderr=stderr, leftover_processes=leftovers, created=created, profiler_said=said)
 
 
 def _profiler_said(wrap: RunWrap) -> str:

@@ -1,0 +1,3 @@
+import k
+
+print(k.work(3_000_000))
