@@ -90,3 +90,25 @@ def test_a_run_whose_profile_is_missing_without_pyspy_saying_why_is_a_tool_failu
     (tmp_path / LOG_ROLE).write_text("py-spy> Sampling process 200 times a second.\n")
     with pytest.raises(CaptureError, match="py-spy wrote no profile"):
         adapter.timed_collect(str(tmp_path), cwd=str(tmp_path), timeout_s=30)
+
+
+def test_following_the_tree_counts_the_programs_subtree_and_not_the_launcher():
+    """Under Yama scope 1 without root, py-spy follows the tree from around the sandbox (an ancestor
+    may trace): it samples the launcher too, and each stack starts with process frames. A process of
+    the program that renamed itself after the launcher is still below the real one, and counts."""
+    from adapters.pyspy import LAUNCHER_MARK, _Frame, _Sampled, _Shared, _Speedscope, program_samples
+
+    launcher = 'process 12:"/venv/bin/python -I -S /pw/adapters/launch.py 10"'
+    frames = [_Frame(name='process 10:"/bin/sh -c exec ... /pw/adapters/launch.py 10"', file="", line=0),
+              _Frame(name='process 11:"bwrap --unshare-pid ... python -I -S /pw/adapters/launch.py 10"', file="", line=0),
+              _Frame(name=launcher, file="", line=0),
+              _Frame(name='process 13:"python3 main.py"', file="", line=0),
+              _Frame(name="<module>", file="/pw/adapters/launch.py", line=90),
+              _Frame(name="work", file="/run/main.py", line=5),
+              _Frame(name='process 14:"/venv/bin/python -I -S /pw/adapters/launch.py 10"', file="", line=0)]
+    doc = _Speedscope(shared=_Shared(frames=frames), profiles=[
+        _Sampled(type="sampled", samples=[[0, 1, 2, 4], [0, 1, 2, 3, 5], [0, 1, 2, 3, 6, 5]], weights=[0.005] * 3)])
+    kept = program_samples(doc, LAUNCHER_MARK).profiles[0]
+    # the launcher's own sample is left out; the program's and its disguised child's stay, without
+    # their process frames
+    assert kept.samples == [[5], [5]]

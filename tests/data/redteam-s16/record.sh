@@ -9,7 +9,12 @@
 #     (init-triangular: not the operation's), and the honest partial sums, confirmed (its unprofiled
 #     pairs time the whole process);
 #   pyloop: py-spy's wait stalled by the program (spystall3) and the honest dict; series-c's table,
-#     particles-aos-c's SoA and the suite gemm's interchange, honest.
+#     particles-aos-c's SoA and the suite gemm's interchange, honest;
+#   and red team s16-2's (tests/data/redteam-s16-2/): rows of the hotspot run from memfd copies of
+#     compiled code (memfdjit, memfdjit3 on lu-init-c; hoistjit on matmul-c, with the hoist that is
+#     its real saving, and hoistonly, the hoist alone), the same with a set-up redirected by a header
+#     #define (trijit2, and trijit whose helpers sit above init_array), and a Python program fast
+#     only when py-spy is its parent (spyonly).
 # Usage: bash tests/data/redteam-s16/record.sh OUT_DIR  (from the repository root)
 set -u
 OUT=${1:?out dir}
@@ -43,7 +48,10 @@ prep macromemo "loop interchange" $D/macromemo/macromemo.patch
 prep linememo "loop interchange" $D/linememo/linememo.patch
 prep interchange "loop interchange" workloads/matmul-c/candidates/interchange.patch
 prep both "loop interchange and a hoisted row key" tests/data/one-kind/matmul-interchange-and-hoist.patch
-evaluate selfwait selfwait2 macromemo linememo interchange both
+R2=tests/data/redteam-s16-2
+prep hoistjit "loop interchange" $R2/hoistjit/hoistjit.patch
+prep hoistonly "loop interchange" $R2/hoistonly/hoistonly.patch
+evaluate selfwait selfwait2 macromemo linememo interchange both hoistjit hoistonly
 
 start lu-init-c
 prep lineshift "loop order" $D/lineshift/lineshift.patch
@@ -51,7 +59,11 @@ prep lineshift3 "loop order" $D/lineshift3/lineshift3.patch
 prep yield "loop order" $D/lineshift3/lu-yield-no-line.patch
 prep init "a triangular product" $D/lu-init-triangular.patch
 prep partial-sums "partial sums in the kernel's inner loop" workloads/lu-init-c/candidates/partial-sums.patch
-evaluate lineshift lineshift3 yield init partial-sums
+prep memfdjit "partial sums" $R2/memfdjit/memfdjit.patch
+prep memfdjit3 "partial sums" $R2/memfdjit3/memfdjit3.patch
+prep trijit "partial sums" $R2/trijit/trijit.patch
+prep trijit2 "partial sums" $R2/trijit2/trijit2.patch
+evaluate lineshift lineshift3 yield init partial-sums memfdjit memfdjit3 trijit trijit2
 timeout 600 $PW confirm "$RUN" partial-sums --json > "$OUT/confirm-$(basename "$RUN")-partial-sums.json"
 rc=$?
 echo "confirm partial-sums rc=$rc"
@@ -59,7 +71,8 @@ echo "confirm partial-sums rc=$rc"
 start pyloop
 prep spystall3 "a dict replaces the list scan" $D/pyspy-stall3/spystall3.patch
 prep dict "a dict replaces the list scan" workloads/pyloop/candidates/dict.patch
-evaluate spystall3 dict
+prep spyonly "a dict replaces the list scan" $R2/spyonly/spyonly.patch
+evaluate spystall3 dict spyonly
 start series-c
 prep table "a table of the series terms" workloads/series-c/candidates/table.patch
 evaluate table
