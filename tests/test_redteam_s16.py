@@ -149,3 +149,50 @@ def test_an_operation_metrics_unprofiled_pairs_are_shown_as_the_whole_process(ru
     assert compared, "record.sh confirms partial-sums"
     text = render_markdown(report(fold(events)))
     assert "pairs; the whole process, not the operation's cost):" in text
+
+
+# --- red team s16-2 (tests/data/redteam-s16-2/): what the profile cannot name, and py-spy's place ------
+
+
+@pytest.mark.parametrize(("workload", "cid"), [("lu-init-c", "memfdjit"), ("lu-init-c", "memfdjit3"),
+                                               ("lu-init-c", "trijit"), ("lu-init-c", "trijit2"),
+                                               ("matmul-c", "hoistjit"), ("pyloop", "spyonly")])
+def test_red_team_s16_2_is_not_verified(runs, workload, cid):
+    judged, _ = rejudge(runs[workload], cid)
+    assert judged.verdict.status != "verified", judged.verdict.reasons
+
+
+@pytest.mark.parametrize(("workload", "cid"), [("lu-init-c", "memfdjit3"), ("matmul-c", "hoistjit")])
+def test_code_copied_into_memory_counts_with_the_hotspots_part(runs, workload, cid):
+    """Rows of the hotspot run from memfd copies of compiled code: perf names them
+    "[unknown] (/memfd:rN (deleted))". Read by lines alone (pw.campaign/4) they were nobody's; read as
+    pw.campaign/5 reads them, they are the candidate's part."""
+    from ledger.profile import decode_profile
+    from pw.rules.attribution import is_unnamed, side_cost
+
+    run = runs[workload]
+    envelopes = ledger_events(run)
+    t = timing_of(envelopes, cid)
+    profiles = [decode_profile((run / "raw" / p.profile[:2] / p.profile).read_bytes()) for p in t.runs[cid]]
+    unnamed = [sum(o.self_metrics.get(p.primary_metric, 0.0) for o in p.operations if is_unnamed(o)) for p in profiles]
+    # the runs executed code no symbol names (a short run may hold no sample of it)
+    assert sum(u > 0 for u in unnamed) >= len(unnamed) // 2, unnamed
+    for p, hidden in zip(profiles, unnamed):
+        assert side_cost(p, t.attribution.changed, by_name=True) >= side_cost(p, t.attribution.changed) + hidden * 0.99
+
+
+def test_a_hybrid_is_read_in_its_own_tree(runs):
+    # trijit's helpers sit above init_array: the candidate's changed lines, applied to the hybrid's
+    # file, fell on the parent's set-up ("the hybrid carries -766%")
+    envelopes = ledger_events(runs["lu-init-c"])
+    t = timing_of(envelopes, "trijit")
+    if len(t.targets) == 3:  # a hybrid arm was timed
+        assert t.attribution.hybrid is not None and t.attribution.hybrid != t.attribution.changed
+
+
+def test_a_python_program_cannot_tell_a_timed_run_by_its_parent(runs):
+    # spyonly takes the dict only when its parent is py-spy: py-spy now attaches from outside, so it
+    # never does, and is no faster than the baseline
+    judged, _ = rejudge(runs["pyloop"], "spyonly")
+    assert judged.verdict.status in ("inconclusive", "rejected"), judged.verdict.reasons
+    assert speedup_of(judged) < 1.1
