@@ -3,7 +3,7 @@
 Builds a workload's baseline with pw (`pw start --no-profile`), then runs it in interleaved pairs
 through pw's own timed-run path (`pw.app.campaign.timed_run`: sandbox, launcher, the same fresh
 input in both arms of a pair): once plain, once under the timed profiler (perf's `record -F 499`
-around sandbox and launcher, py-spy between launcher and program, CUPTI through the environment),
+around sandbox and launcher, py-spy on the program's process id from outside, CUPTI through the environment),
 in a seeded order. The ratio is of the program's own wall time as the launcher measures it, so a
 profiler's start-up and teardown outside the program are not in it; they are reported apart, as the
 whole timed run's extra seconds (what a campaign pays per run on top, with the reduction of the
