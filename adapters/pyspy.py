@@ -263,7 +263,10 @@ class PySpyAdapter(Adapter):
 
 def may_trace_others() -> bool:
     """Whether this user may trace a process that is not its own descendant: root (CAP_SYS_PTRACE)
-    unless Yama forbids all tracing (scope 3), anyone under Yama scope 0 or without Yama."""
+    unless Yama forbids all tracing (scope 3), anyone under Yama scope 0 or without Yama.
+    ``PW_PYSPY_FOLLOW_TREE=1`` says no (the way a user under Yama scope 1 runs; tests use it)."""
+    if os.environ.get("PW_PYSPY_FOLLOW_TREE") == "1":
+        return False
     try:
         scope = int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
     except (OSError, ValueError):

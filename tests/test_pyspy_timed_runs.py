@@ -112,3 +112,23 @@ def test_following_the_tree_counts_the_programs_subtree_and_not_the_launcher():
     # the launcher's own sample is left out; the program's and its disguised child's stay, without
     # their process frames
     assert kept.samples == [[5], [5]]
+
+
+def test_following_the_tree_from_around_the_sandbox_samples_the_program_alone(tmp_path, monkeypatch):
+    """The way py-spy joins where this user may not trace another process (Yama scope 1, not root):
+    around the sandbox, following the tree. The program still sees no py-spy, and its profile holds
+    its own work and nothing of the launcher's."""
+    monkeypatch.setenv("PW_PYSPY_FOLLOW_TREE", "1")
+    adapter = _adapter()
+    out_dir = tmp_path / "profile"
+    program = _LOOK.replace("< 0.4", "< 1.0")  # long enough for the tree's slower discovery
+    contract, target, out_dir, out = _timed(tmp_path, adapter, [sys.executable, "-c", program, str(out_dir)])
+    assert adapter.timed_wrap(str(out_dir)).outer and adapter.timed_options().get("under")
+    assert classify(out) is None, failure_message(contract, out)
+    _, _, parent, spied, reachable = out.stdout.splitlines()
+    assert (spied, reachable) == ("False", "False") and parent != "py-spy"
+    profile = adapter.normalize(adapter.timed_collect(str(out_dir), cwd=str(target.build_dir), timeout_s=30),
+                                str(target.build_dir), "c")
+    names = {op.name for op in profile.operations}
+    assert "work" in names, names
+    assert not any(op.file and op.file.endswith("launch.py") for op in profile.operations), names
