@@ -12,27 +12,8 @@
 # Usage: bash tests/data/one-kind/record.sh OUT_DIR  (from the repository root)
 set -u
 OUT=${1:?out dir}
-PW=.venv/bin/pw
 D=tests/data/one-kind
-mkdir -p "$OUT"
-RUNS=()
-
-start() {  # start WORKLOAD: sets RUN
-  local log="$OUT/start-$(basename "$1").json"
-  $PW start --workload "workloads/$1" --runs-dir "$OUT/runs" --json > "$log" || exit 1
-  RUN=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_dir'])" "$log")
-  RUNS+=("$RUN")
-}
-prep() {  # prep ID MECHANISM PATCH
-  $PW prepare "$RUN" --candidate "$1:baseline:$2" > /dev/null && patch -s -p1 -d "$RUN/candidates/$1/src" < "$3"
-}
-evaluate() {  # evaluate ID...
-  for c in "$@"; do
-    start_s=$(date +%s)
-    timeout 900 $PW evaluate "$RUN" "$c" --json > "$OUT/evaluate-$(basename "$RUN")-$c.json"
-    echo "$(basename "$RUN") $c rc=$? $(( $(date +%s) - start_s )) s"
-  done
-}
+source tests/data/record-lib.sh
 
 start matmul-c
 prep interchange "loop interchange" workloads/matmul-c/candidates/interchange.patch

@@ -18,28 +18,8 @@
 # Usage: bash tests/data/redteam-s16/record.sh OUT_DIR  (from the repository root)
 set -u
 OUT=${1:?out dir}
-PW=.venv/bin/pw
 D=tests/data/redteam-s16
-mkdir -p "$OUT"
-RUNS=()
-
-start() {  # start WORKLOAD: sets RUN
-  local log="$OUT/start-$(basename "$1").json"
-  $PW start --workload "workloads/$1" --runs-dir "$OUT/runs" --json > "$log" || exit 1
-  RUN=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['run_dir'])" "$log")
-  RUNS+=("$RUN")
-}
-prep() {  # prep ID MECHANISM PATCH [DIR inside src]
-  $PW prepare "$RUN" --candidate "$1:baseline:$2" > /dev/null && patch -s -p1 -d "$RUN/candidates/$1/src/${4:-}" < "$3"
-}
-evaluate() {  # evaluate ID...
-  for c in "$@"; do
-    start_s=$(date +%s)
-    timeout 900 $PW evaluate "$RUN" "$c" --json > "$OUT/evaluate-$(basename "$RUN")-$c.json"
-    rc=$?
-    echo "$(basename "$RUN") $c rc=$rc $(( $(date +%s) - start_s )) s $(uptime | sed 's/.*load/load/')"
-  done
-}
+source tests/data/record-lib.sh
 
 start matmul-c
 prep selfwait "loop blocking" $D/selfwait/selfwait.patch
